@@ -1,0 +1,142 @@
+"""Session-window aggregation (Kafka's ``KStreamSessionWindowAggregate``).
+
+A record at ``t`` opens the session ``[t, t]`` and merges every stored
+session of its key that ends at or after ``t - gap`` and starts at or before
+``t + gap``. Merged sessions are removed and forwarded as tombstones (in the
+store's order) before the merged session's new aggregate; every result is
+stamped with its session's end time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.window_aggregate import NO_TIMESTAMP, Aggregator, Initializer, record_dropped
+from kspark.kstream.windowed import SessionWindow, Windowed
+from kspark.kstream.windows import EmitStrategy, SessionWindows
+from kspark.processor.api import Processor, ProcessorContext, Record
+from kspark.state.api import ValueAndTimestamp
+
+__all__ = ["KStreamSessionWindowAggregate", "SessionValueGetterSupplier"]
+
+Merger = Callable[[Any, Any, Any], Any]
+
+
+class SessionValueGetterSupplier:
+    """Reads the aggregate of a ``Windowed`` session key (KTable view), stamped with the session end."""
+
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+
+    def store_names(self) -> list[str]:
+        return [self._store_name]
+
+    def get(self) -> _SessionValueGetter:
+        return _SessionValueGetter(self._store_name)
+
+    __call__ = get
+
+
+class _SessionValueGetter:
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+        self._store: Any = None
+
+    def init(self, context: ProcessorContext) -> None:
+        self._store = context.get_state_store(self._store_name)
+
+    def get(self, key: Windowed[Any]) -> ValueAndTimestamp[Any] | None:
+        value = self._store.fetch_session(key.key, key.window.start, key.window.end)
+        return ValueAndTimestamp.make(value, key.window.end)
+
+    def close(self) -> None:
+        pass
+
+
+class KStreamSessionWindowAggregate:
+    """Supplier of the session-window aggregation processor."""
+
+    def __init__(
+        self,
+        windows: SessionWindows,
+        store_name: str,
+        emit_strategy: EmitStrategy,
+        initializer: Initializer,
+        aggregator: Aggregator,
+        merger: Merger,
+    ) -> None:
+        if emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_CLOSE:
+            # needs a session store indexed by end time, which kspark's stores do not offer yet
+            raise NotImplementedError(
+                "EmitStrategy.on_window_close() is not supported for session windows in kspark"
+            )
+        self.windows = windows
+        self.store_name = store_name
+        self.emit_strategy = emit_strategy
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.merger = merger
+        self.send_old_values = False
+
+    def enable_sending_old_values(self) -> None:
+        self.send_old_values = True
+
+    def view(self) -> SessionValueGetterSupplier:
+        return SessionValueGetterSupplier(self.store_name)
+
+    def __call__(self) -> Processor[Any, Any]:
+        return _SessionWindowAggregateProcessor(self)
+
+
+class _SessionWindowAggregateProcessor(Processor[Any, Any]):
+    def __init__(self, supplier: KStreamSessionWindowAggregate) -> None:
+        self.s = supplier
+        self.observed_stream_time = NO_TIMESTAMP
+        self.context: ProcessorContext = None  # type: ignore[assignment]
+        self.store: Any = None
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store(self.s.store_name)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None:
+            record_dropped(self.context, "null key")
+            return
+        ts = record.timestamp
+        gap = self.s.windows.inactivity_gap()
+        self.observed_stream_time = max(self.observed_stream_time, ts)
+        close_time = self.observed_stream_time - self.s.windows.grace_period_ms() - gap
+        merged: list[tuple[Windowed[Any], Any]] = []
+        new_window = SessionWindow(ts, ts)
+        start, end = ts, ts
+        agg = self.s.initializer()
+        with self.store.find_sessions(record.key, ts - gap, ts + gap) as it:
+            for kv in it:
+                merged.append((kv.key, kv.value))
+                agg = self.s.merger(record.key, agg, kv.value)
+                start = min(start, kv.key.window.start)
+                end = max(end, kv.key.window.end)
+        merged_window = SessionWindow(start, end)
+        if merged_window.end < close_time:
+            record_dropped(
+                self.context,
+                f"record for expired window: timestamp=[{ts}] window=[{start},{end}] "
+                f"expiration=[{close_time}] streamTime=[{self.observed_stream_time}]",
+            )
+            return
+        if merged_window != new_window:
+            for session_key, session_agg in merged:
+                self.store.remove(session_key)
+                self._forward(session_key, session_agg, None)
+        agg = self.s.aggregator(record.key, record.value, agg)
+        session_key = Windowed(record.key, merged_window)
+        self.store.put(session_key, agg)
+        self._forward(session_key, None, agg)
+
+    def _forward(self, key: Windowed[Any], old_agg: Any, new_agg: Any) -> None:
+        self.context.forward(
+            Record(key, Change(new_agg, old_agg if self.s.send_old_values else None), key.window.end)
+        )

@@ -1,0 +1,288 @@
+"""Windowed aggregation processors for ``TimeWindows`` (Kafka's ``KStreamWindowAggregate``).
+
+Also holds what every time-windowed aggregation shares (Kafka's
+``AbstractKStreamTimeWindowAggregateProcessor``): the per-processor observed
+stream time, the late-record drop, and the emit-on-window-close path with its
+wall-clock throttle. Results are ``Record(Windowed(key, window), Change(new, old))``
+stamped with the largest record timestamp seen in the window.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kspark.kstream.internals.change import Change
+from kspark.kstream.windowed import Window, Windowed
+from kspark.kstream.windows import EmitStrategy, Windows
+from kspark.processor.api import Processor, ProcessorContext, Record
+from kspark.state.api import ValueAndTimestamp
+
+__all__ = [
+    "EMIT_INTERVAL_MS_WINDOWED_AGGREGATION",
+    "NO_TIMESTAMP",
+    "TimeTracker",
+    "AbstractTimeWindowAggregateProcessor",
+    "KStreamWindowAggregate",
+    "WindowedValueGetterSupplier",
+    "record_dropped",
+    "emit_interval_ms",
+]
+
+log = logging.getLogger(__name__)
+
+NO_TIMESTAMP = -1
+EMIT_INTERVAL_MS_WINDOWED_AGGREGATION = "__emit.interval.ms.kstreams.windowed.aggregation__"
+
+Initializer = Callable[[], Any]
+Aggregator = Callable[[Any, Any, Any], Any]
+
+
+def record_dropped(context: ProcessorContext, reason: str) -> None:
+    """Count a dropped record on the task's ``dropped-records-total`` metric and log why."""
+    md = context.record_metadata()
+    where = f"topic=[{md.topic}] partition=[{md.partition}] offset=[{md.offset}]" if md else "(no metadata)"
+    log.warning("Skipping record: %s %s", reason, where)
+    dropper = getattr(context, "record_dropped", None)
+    if dropper is not None:
+        dropper(reason)
+
+
+def emit_interval_ms(context: ProcessorContext, key: str) -> int:
+    """An internal emit-throttle interval from the app config (Kafka's default: 1000 ms)."""
+    value = (context.app_config() or {}).get(key, 1000)
+    return int(value)
+
+
+class TimeTracker:
+    """Stream time, minimum pending time and the wall-clock emit throttle (Kafka's ``TimeTracker``)."""
+
+    __slots__ = ("emit_interval_ms", "min_time", "next_time_to_emit", "stream_time")
+
+    def __init__(self) -> None:
+        self.emit_interval_ms = 1000
+        self.stream_time = NO_TIMESTAMP
+        self.min_time = 2**63 - 1
+        self.next_time_to_emit = 0
+
+    def advance_stream_time(self, timestamp: int) -> None:
+        self.stream_time = max(timestamp, self.stream_time)
+
+    def update_min_time(self, timestamp: int) -> None:
+        self.min_time = min(timestamp, self.min_time)
+
+    def advance_next_time_to_emit(self) -> None:
+        self.next_time_to_emit += self.emit_interval_ms
+
+
+class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
+    """Shared state and emit logic of the time-window and sliding-window aggregations."""
+
+    def __init__(self, store_name: str, emit_strategy: EmitStrategy, send_old_values: bool) -> None:
+        self.store_name = store_name
+        self.emit_strategy = emit_strategy
+        self.send_old_values = send_old_values
+        self.time_tracker = TimeTracker()
+        self.last_emit_window_close_time = NO_TIMESTAMP
+        self.observed_stream_time = NO_TIMESTAMP
+        self.context: ProcessorContext = None  # type: ignore[assignment]
+        self.window_store: Any = None
+
+    @property
+    def emit_on_close(self) -> bool:
+        return self.emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_CLOSE
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.window_store = context.get_state_store(self.store_name)
+        if self.emit_on_close:
+            self.time_tracker.emit_interval_ms = emit_interval_ms(
+                context, EMIT_INTERVAL_MS_WINDOWED_AGGREGATION
+            )
+
+    def update_observed_stream_time(self, timestamp: int) -> None:
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+
+    def log_skipped_expired(self, timestamp: int, window_close_time: int, window: str) -> None:
+        record_dropped(
+            self.context,
+            f"record for expired window: timestamp=[{timestamp}] window={window} "
+            f"expiration=[{window_close_time}] streamTime=[{self.observed_stream_time}]",
+        )
+
+    def maybe_forward_update(
+        self, record: Record[Any, Any], window: Window, old_agg: Any, new_agg: Any, new_timestamp: int
+    ) -> None:
+        if self.emit_on_close:
+            return
+        self.context.forward(
+            Record(
+                Windowed(record.key, window),
+                Change(new_agg, old_agg if self.send_old_values else None),
+                new_timestamp,
+                record.headers,
+            )
+        )
+
+    def maybe_forward_final_result(self, record: Record[Any, Any], window_close_time: int) -> None:
+        if not self._should_emit_final(window_close_time):
+            return
+        upper = self.emit_range_upper_bound(window_close_time)
+        # a negative upper bound means no window has ever closed
+        if upper < 0:
+            return
+        lower = self.emit_range_lower_bound(window_close_time)
+        if self.should_range_fetch(lower, upper):
+            self._fetch_and_emit(record, window_close_time, lower, upper)
+
+    def _should_emit_final(self, window_close_time: int) -> bool:
+        if not self.emit_on_close:
+            return False
+        now = self.context.current_system_time_ms()
+        if now < self.time_tracker.next_time_to_emit:
+            return False
+        # re-sync with the wall clock so a clock jump cannot trigger an emit per record
+        self.time_tracker.next_time_to_emit = now
+        self.time_tracker.advance_next_time_to_emit()
+        return (
+            self.last_emit_window_close_time == NO_TIMESTAMP
+            or self.last_emit_window_close_time < window_close_time
+        )
+
+    def _fetch_and_emit(
+        self, record: Record[Any, Any], window_close_time: int, lower: int, upper: int
+    ) -> None:
+        with self.window_store.fetch_all(lower, upper) as it:
+            for kv in it:
+                self.context.forward(
+                    Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers)
+                )
+        self.last_emit_window_close_time = window_close_time
+
+    # inclusive bounds of window starts to emit; subclasses define them per window kind
+    def emit_range_lower_bound(self, window_close_time: int) -> int:
+        raise NotImplementedError
+
+    def emit_range_upper_bound(self, window_close_time: int) -> int:
+        raise NotImplementedError
+
+    def should_range_fetch(self, lower: int, upper: int) -> bool:
+        raise NotImplementedError
+
+
+class WindowedValueGetterSupplier:
+    """Reads the current aggregate of a ``Windowed`` key from the window store (KTable view)."""
+
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+
+    def store_names(self) -> list[str]:
+        return [self._store_name]
+
+    def get(self) -> _WindowedValueGetter:
+        return _WindowedValueGetter(self._store_name)
+
+    __call__ = get
+
+
+class _WindowedValueGetter:
+    def __init__(self, store_name: str) -> None:
+        self._store_name = store_name
+        self._store: Any = None
+
+    def init(self, context: ProcessorContext) -> None:
+        self._store = context.get_state_store(self._store_name)
+
+    def get(self, windowed_key: Windowed[Any]) -> ValueAndTimestamp[Any] | None:
+        result: ValueAndTimestamp[Any] | None = self._store.fetch(windowed_key.key, windowed_key.window.start)
+        return result
+
+    def close(self) -> None:
+        pass
+
+
+class KStreamWindowAggregate:
+    """Supplier of the tumbling/hopping window aggregation processor."""
+
+    def __init__(
+        self,
+        windows: Windows,
+        store_name: str,
+        emit_strategy: EmitStrategy,
+        initializer: Initializer,
+        aggregator: Aggregator,
+    ) -> None:
+        from kspark.kstream.windows import TimeWindows
+
+        if emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_CLOSE and not isinstance(
+            windows, TimeWindows
+        ):
+            raise ValueError(
+                "ON_WINDOW_CLOSE strategy is only supported for "
+                "TimeWindows and SlidingWindows for TimeWindowedKStream"
+            )
+        self.windows = windows
+        self.store_name = store_name
+        self.emit_strategy = emit_strategy
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.send_old_values = False
+
+    def enable_sending_old_values(self) -> None:
+        self.send_old_values = True
+
+    def view(self) -> WindowedValueGetterSupplier:
+        return WindowedValueGetterSupplier(self.store_name)
+
+    def __call__(self) -> Processor[Any, Any]:
+        return _WindowAggregateProcessor(self)
+
+
+class _WindowAggregateProcessor(AbstractTimeWindowAggregateProcessor):
+    def __init__(self, supplier: KStreamWindowAggregate) -> None:
+        super().__init__(supplier.store_name, supplier.emit_strategy, supplier.send_old_values)
+        self.windows = supplier.windows
+        self.initializer = supplier.initializer
+        self.aggregator = supplier.aggregator
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None:
+            record_dropped(self.context, "null key")
+            return
+        timestamp = record.timestamp
+        self.update_observed_stream_time(timestamp)
+        window_close_time = self.observed_stream_time - self.windows.grace_period_ms()
+        for window_start, window in self.windows.windows_for(timestamp).items():
+            if window.end > window_close_time:
+                old = self.window_store.fetch(record.key, window_start)
+                old_agg = None if old is None else old.value
+                if old_agg is None:
+                    old_agg = self.initializer()
+                    new_timestamp = timestamp
+                else:
+                    new_timestamp = max(timestamp, old.timestamp)
+                new_agg = self.aggregator(record.key, record.value, old_agg)
+                self.window_store.put(
+                    record.key, ValueAndTimestamp.make(new_agg, new_timestamp), window_start
+                )
+                self.maybe_forward_update(record, window, old_agg, new_agg, new_timestamp)
+            else:
+                self.log_skipped_expired(timestamp, window_close_time, f"[{window_start},{window.end})")
+        self.maybe_forward_final_result(record, window_close_time)
+
+    def emit_range_lower_bound(self, window_close_time: int) -> int:
+        # window ends are exclusive, hence +1; the first emit scans from 0
+        if self.last_emit_window_close_time == NO_TIMESTAMP:
+            return 0
+        return max(0, self.last_emit_window_close_time - self.windows.size()) + 1
+
+    def emit_range_upper_bound(self, window_close_time: int) -> int:
+        return window_close_time - self.windows.size()
+
+    def should_range_fetch(self, lower: int, upper: int) -> bool:
+        # nothing new closed when both bounds fall into the same windows
+        return not (
+            self.last_emit_window_close_time != NO_TIMESTAMP
+            and self.windows.windows_for(upper) == self.windows.windows_for(lower - 1)
+        )
