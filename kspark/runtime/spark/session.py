@@ -1,0 +1,209 @@
+"""SparkSession factory for the Spark runner.
+
+:func:`create_spark_session` returns a session set up the way kspark's runner
+needs it: the Kafka connector on the classpath (explicit jars from the kspark
+cache), RocksDB state store with changelog checkpointing, chained stateful
+operators allowed (kspark keeps their correctness itself), Arrow on, quiet
+logs. :func:`use_spark_session` checks and completes a session the user built.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kspark.dev.jars import kspark_home
+from kspark.runtime.spark.jars import (
+    CONNECTOR_CLASS,
+    connector_jars,
+    connector_package,
+    connector_version,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "DEFAULT_CONF",
+    "REQUIRED_SQL_CONF",
+    "ConnectorMissingError",
+    "create_spark_session",
+    "use_spark_session",
+    "has_kafka_connector",
+    "last_startup_seconds",
+]
+
+_log = logging.getLogger(__name__)
+
+REQUIRED_SQL_CONF: dict[str, str] = {
+    # transformWithState only runs on the RocksDB provider.
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    # Commit a changelog per batch instead of uploading a full snapshot.
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    # Spark refuses chained stateful operators in update mode unless this is
+    # off; kspark owns their correctness with (old, new) pairs and watermarks.
+    "spark.sql.streaming.statefulOperator.checkCorrectness.enabled": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+"""Runtime SQL settings the runner depends on; set on any session kspark uses."""
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.master": "local[*]",
+    "spark.app.name": "kspark",
+    "spark.ui.enabled": "false",
+    # Spark's 200 default makes every tiny micro-batch schedule 200 tasks.
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.showConsoleProgress": "false",
+    # Streaming queries run without AQE anyway; leaving it on only makes
+    # Spark warn at every stateful query start.
+    "spark.sql.adaptive.enabled": "false",
+    **REQUIRED_SQL_CONF,
+}
+"""Defaults of :func:`create_spark_session`; any ``spark.*`` key given overrides one."""
+
+_LOG4J2 = """\
+# Written by kspark.runtime.spark.session: Spark's driver logs at {level}.
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+# Harmless on every machine without Hadoop's native libraries.
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = ERROR
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = {kafka_level}
+# Spark's pooled Kafka producers outlive a stopped broker in tests and
+# report every reconnect attempt.
+logger.kafkanet.name = org.apache.kafka.clients.NetworkClient
+logger.kafkanet.level = ERROR
+"""
+
+_last_startup: float | None = None
+
+
+class ConnectorMissingError(RuntimeError):
+    """A SparkSession cannot load Spark's Kafka connector."""
+
+
+def last_startup_seconds() -> float | None:
+    """Wall time of the last session :func:`create_spark_session` started, if any."""
+    return _last_startup
+
+
+def _log4j_file(level: str) -> Path:
+    """A log4j2 config for the driver JVM, written once per level into the cache."""
+    kafka_level = "ERROR" if level.upper() in ("ERROR", "FATAL", "OFF") else "WARN"
+    text = _LOG4J2.format(level=level.upper(), kafka_level=kafka_level)
+    conf_dir = kspark_home() / "conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    path = conf_dir / f"log4j2-spark-{level.lower()}.properties"
+    if not path.exists() or path.read_text() != text:
+        fd, tmp = tempfile.mkstemp(dir=conf_dir, prefix=".tmp-log4j2-")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    return path
+
+
+def create_spark_session(
+    conf: Mapping[str, str] | None = None,
+    *,
+    log_level: str = "WARN",
+) -> SparkSession:
+    """Get or create the SparkSession kspark runs on.
+
+    ``conf`` holds ``spark.*`` settings that override :data:`DEFAULT_CONF`;
+    ``spark.jars`` given here are added to the connector jars rather than
+    replacing them. A key outside ``spark.*`` is an error. As with
+    ``SparkSession.builder.getOrCreate()``, an already active session is
+    returned (with the runner's SQL settings applied), and it must then
+    already have the connector. ``spark.driver.extraJavaOptions`` defaults
+    to a log4j2 config at ``log_level``; giving it replaces that.
+    """
+    global _last_startup
+    conf = dict(conf or {})
+    bad = sorted(k for k in conf if not k.startswith("spark."))
+    if bad:
+        raise ValueError(
+            f"create_spark_session takes only spark.* settings; got {', '.join(bad)} "
+            "(kspark settings belong in the KafkaStreams config)"
+        )
+    from pyspark.sql import SparkSession  # deferred: pyspark is slow to import
+
+    jars = [str(p) for p in connector_jars()]
+    user_jars = [j for j in conf.pop("spark.jars", "").split(",") if j.strip()]
+    settings = {**DEFAULT_CONF, **conf, "spark.jars": ",".join(jars + user_jars)}
+    settings.setdefault(
+        "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j_file(log_level)}"
+    )
+    # Python workers must be this interpreter, the one that has kspark and
+    # the user's modules; Spark would otherwise pick whatever `python3` is.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    if settings["spark.master"].startswith("local"):
+        # A local session talks only to itself; without this Spark resolves
+        # the host name, warns when it maps to loopback, and may bind to a
+        # public interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    existing = SparkSession.getActiveSession()
+    started = time.monotonic()
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if existing is None:
+        _last_startup = time.monotonic() - started
+        _log.info("Spark session started in %.1f s", _last_startup)
+    spark.sparkContext.setLogLevel(log_level.upper())
+    return use_spark_session(spark, sql_conf={k: v for k, v in conf.items() if k in REQUIRED_SQL_CONF})
+
+
+def has_kafka_connector(spark: SparkSession) -> bool:
+    """True when the session's driver can load Spark's Kafka source."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        # Spark Connect: no driver JVM here to ask; the server must have it.
+        return True
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        loader.loadClass(CONNECTOR_CLASS)
+    except Py4JJavaError:
+        return False
+    return True
+
+
+def use_spark_session(spark: SparkSession, *, sql_conf: Mapping[str, str] | None = None) -> SparkSession:
+    """Check a SparkSession can run kspark and apply the runner's SQL settings.
+
+    Raises :class:`ConnectorMissingError`, naming what to add, when the
+    Kafka connector is not on its classpath. Sets :data:`REQUIRED_SQL_CONF`
+    (runtime settings, so this works on a running session); ``sql_conf``
+    overrides any of them deliberately.
+    """
+    version = spark.version
+    if not has_kafka_connector(spark):
+        jars = ",".join(str(p) for p in connector_jars())
+        raise ConnectorMissingError(
+            f"this SparkSession cannot load {CONNECTOR_CLASS}: Spark's Kafka connector is not on "
+            f"its classpath. Build the session with "
+            f"spark.jars.packages={connector_package(version)} "
+            f"or spark.jars={jars} (kspark's cached jars for Spark {connector_version()}), "
+            "or let kspark create it with kspark.runtime.spark.session.create_spark_session()"
+        )
+    for key, value in {**REQUIRED_SQL_CONF, **(sql_conf or {})}.items():
+        spark.conf.set(key, value)
+    return spark
