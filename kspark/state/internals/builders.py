@@ -1,0 +1,278 @@
+"""Store suppliers and builders (Kafka's ``*BytesStoreSupplier`` and ``*StoreBuilder``).
+
+A supplier makes the inner bytes store; a builder layers it:
+typed/metered (serdes) -> change-logging (when logging is on) -> inner store.
+Logging is on by default and caching off, as in Kafka. Caching is recorded as
+a flag (``store.caching_enabled``) only: the test driver flushes after every
+record, so a cache would have no visible effect there, and the Spark runner
+implements KIP-63 compaction per micro-batch itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from kspark.serde.api import Serde
+from kspark.state.api import StateStore, StoreBuilder
+from kspark.state.internals.change_logging import (
+    ChangeLoggingKeyValueBytesStore,
+    ChangeLoggingSessionBytesStore,
+    ChangeLoggingWindowBytesStore,
+)
+from kspark.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
+from kspark.state.internals.in_memory_session_store import InMemorySessionStore
+from kspark.state.internals.in_memory_window_store import InMemoryWindowStore
+from kspark.state.internals.metered import (
+    MeteredKeyValueStore,
+    MeteredSessionStore,
+    MeteredTimestampedKeyValueStore,
+    MeteredTimestampedWindowStore,
+    MeteredWindowStore,
+)
+
+__all__ = [
+    "KeyValueBytesStoreSupplier",
+    "WindowBytesStoreSupplier",
+    "SessionBytesStoreSupplier",
+    "KeyValueStoreBuilder",
+    "TimestampedKeyValueStoreBuilder",
+    "WindowStoreBuilder",
+    "TimestampedWindowStoreBuilder",
+    "SessionStoreBuilder",
+    "millis",
+]
+
+LOG = logging.getLogger(__name__)
+
+
+def millis(value: int | timedelta, what: str) -> int:
+    """Milliseconds of an int or a ``timedelta``; rejects anything else, naming ``what``."""
+    if isinstance(value, timedelta):
+        return int(value / timedelta(milliseconds=1))
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be int milliseconds or a datetime.timedelta, got {value!r}")
+    return value
+
+
+def _check_name(name: str) -> None:
+    if name is None:
+        raise ValueError("name cannot be null")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"store name must be a non-empty str, got {name!r}")
+
+
+class KeyValueBytesStoreSupplier:
+    """Makes in-memory key-value bytes stores (``persistent`` only changes what they report)."""
+
+    def __init__(self, name: str, *, persistent: bool, timestamped: bool = False) -> None:
+        _check_name(name)
+        self.name = name
+        self.persistent = persistent
+        self.timestamped = timestamped
+
+    def get(self) -> InMemoryKeyValueStore:
+        return InMemoryKeyValueStore(self.name, persistent=self.persistent)
+
+    def metrics_scope(self) -> str:
+        return "rocksdb" if self.persistent else "in-memory"
+
+    def __repr__(self) -> str:
+        return f"KeyValueBytesStoreSupplier({self.name!r}, persistent={self.persistent})"
+
+
+class WindowBytesStoreSupplier:
+    """Makes in-memory window bytes stores; validates sizes as Kafka's ``Stores`` does."""
+
+    def __init__(
+        self,
+        name: str,
+        retention_period: int | timedelta,
+        window_size: int | timedelta,
+        retain_duplicates: bool,
+        *,
+        persistent: bool,
+        timestamped: bool = False,
+    ) -> None:
+        _check_name(name)
+        retention = millis(retention_period, "retentionPeriod")
+        size = millis(window_size, "windowSize")
+        if retention < 0:
+            raise ValueError("retentionPeriod cannot be negative")
+        if size < 0:
+            raise ValueError("windowSize cannot be negative")
+        if size > retention:
+            raise ValueError(
+                f"The retention period of the window store {name} must be no smaller than its window size. "
+                f"Got size=[{size}], retention=[{retention}]"
+            )
+        self.name = name
+        self._retention = retention
+        self._window_size = size
+        self._retain_duplicates = bool(retain_duplicates)
+        self.persistent = persistent
+        self.timestamped = timestamped
+
+    def get(self) -> InMemoryWindowStore:
+        return InMemoryWindowStore(
+            self.name, self._retention, self._window_size, self._retain_duplicates, persistent=self.persistent
+        )
+
+    def retention_period(self) -> int:
+        return self._retention
+
+    def window_size(self) -> int:
+        return self._window_size
+
+    def retain_duplicates(self) -> bool:
+        return self._retain_duplicates
+
+    def segment_interval_ms(self) -> int:
+        # Kafka's default for persistent stores; the in-memory store has no segments
+        return max(self._retention // 2, 60_000) if self.persistent else 1
+
+    def metrics_scope(self) -> str:
+        return "rocksdb-window" if self.persistent else "in-memory-window"
+
+
+class SessionBytesStoreSupplier:
+    """Makes in-memory session bytes stores."""
+
+    def __init__(self, name: str, retention_period: int | timedelta, *, persistent: bool) -> None:
+        _check_name(name)
+        retention = millis(retention_period, "retentionPeriod")
+        if retention < 0:
+            raise ValueError("retentionPeriod cannot be negative")
+        self.name = name
+        self._retention = retention
+        self.persistent = persistent
+
+    def get(self) -> InMemorySessionStore:
+        return InMemorySessionStore(self.name, self._retention, persistent=self.persistent)
+
+    def retention_period(self) -> int:
+        return self._retention
+
+    def segment_interval_ms(self) -> int:
+        return max(self._retention // 2, 60_000) if self.persistent else 1
+
+    def metrics_scope(self) -> str:
+        return "rocksdb-session" if self.persistent else "in-memory-session"
+
+
+class _AbstractStoreBuilder(StoreBuilder[Any, Any]):
+    def __init__(self, supplier: Any, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> None:
+        if supplier is None:
+            raise ValueError("supplier cannot be null")
+        self.supplier = supplier
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._caching = False
+        self._logging = True
+        self._log_config: dict[str, str] = {}
+
+    @property
+    def name(self) -> str:
+        name: str = self.supplier.name
+        return name
+
+    def with_caching_enabled(self) -> _AbstractStoreBuilder:
+        self._caching = True
+        return self
+
+    def with_caching_disabled(self) -> _AbstractStoreBuilder:
+        self._caching = False
+        return self
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> _AbstractStoreBuilder:
+        self._logging = True
+        self._log_config = dict(config or {})
+        return self
+
+    def with_logging_disabled(self) -> _AbstractStoreBuilder:
+        self._logging = False
+        self._log_config = {}
+        return self
+
+    def logging_enabled(self) -> bool:
+        return self._logging
+
+    def caching_enabled(self) -> bool:
+        return self._caching
+
+    def log_config(self) -> dict[str, str]:
+        return dict(self._log_config)
+
+    def _finish(self, store: Any, caching: bool) -> StateStore:
+        store.caching_enabled = caching
+        result: StateStore = store
+        return result
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, logging={self._logging}, caching={self._caching})"
+
+
+class KeyValueStoreBuilder(_AbstractStoreBuilder):
+    """Builds a typed key-value store."""
+
+    _metered: type[MeteredKeyValueStore] = MeteredKeyValueStore
+    _timestamped = False
+
+    def build(self) -> StateStore:
+        inner: Any = self.supplier.get()
+        if self._logging:
+            inner = ChangeLoggingKeyValueBytesStore(inner, timestamped=self._timestamped)
+        return self._finish(self._metered(inner, self.key_serde, self.value_serde), self._caching)
+
+
+class TimestampedKeyValueStoreBuilder(KeyValueStoreBuilder):
+    """Builds a key-value store of ``ValueAndTimestamp`` values."""
+
+    _metered = MeteredTimestampedKeyValueStore
+    _timestamped = True
+
+
+class WindowStoreBuilder(_AbstractStoreBuilder):
+    """Builds a typed window store (caching is never used with retained duplicates, as in Kafka)."""
+
+    _metered: type[MeteredWindowStore] = MeteredWindowStore
+    _timestamped = False
+
+    def build(self) -> StateStore:
+        retain_duplicates: bool = self.supplier.retain_duplicates()
+        inner: Any = self.supplier.get()
+        if self._logging:
+            inner = ChangeLoggingWindowBytesStore(
+                inner, retain_duplicates=retain_duplicates, timestamped=self._timestamped
+            )
+        caching = self._caching
+        if caching and retain_duplicates:
+            LOG.warning("Disabling caching for %s since store was configured to retain duplicates", self.name)
+            caching = False
+        return self._finish(self._metered(inner, self.key_serde, self.value_serde), caching)
+
+    def retention_period(self) -> int:
+        result: int = self.supplier.retention_period()
+        return result
+
+
+class TimestampedWindowStoreBuilder(WindowStoreBuilder):
+    """Builds a window store of ``ValueAndTimestamp`` values."""
+
+    _metered = MeteredTimestampedWindowStore
+    _timestamped = True
+
+
+class SessionStoreBuilder(_AbstractStoreBuilder):
+    """Builds a typed session store."""
+
+    def build(self) -> StateStore:
+        inner: Any = self.supplier.get()
+        if self._logging:
+            inner = ChangeLoggingSessionBytesStore(inner)
+        return self._finish(MeteredSessionStore(inner, self.key_serde, self.value_serde), self._caching)
+
+    def retention_period(self) -> int:
+        result: int = self.supplier.retention_period()
+        return result

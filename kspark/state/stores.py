@@ -1,0 +1,109 @@
+"""``Stores``: factories of store suppliers and builders, as Kafka's ``Stores`` class.
+
+Durations are int milliseconds or ``timedelta``. kspark's ``persistent_*``
+suppliers build the same in-memory stores as ``in_memory_*`` but report
+``persistent() == True``, so topology descriptions and metadata match
+Kafka Streams; on Spark, durable state lives in Spark's state store. One
+visible consequence: a persistent window store iterates in the in-memory
+store's order (window start, then key) rather than RocksDB's segment order.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from kspark.serde.api import Serde
+from kspark.state.internals.builders import (
+    KeyValueBytesStoreSupplier,
+    KeyValueStoreBuilder,
+    SessionBytesStoreSupplier,
+    SessionStoreBuilder,
+    TimestampedKeyValueStoreBuilder,
+    TimestampedWindowStoreBuilder,
+    WindowBytesStoreSupplier,
+    WindowStoreBuilder,
+)
+
+__all__ = ["Stores"]
+
+Duration = int | timedelta
+
+
+class Stores:
+    """Store suppliers (``in_memory_*``, ``persistent_*``) and builders (``*_builder``)."""
+
+    @staticmethod
+    def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(name, persistent=False)
+
+    @staticmethod
+    def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(name, persistent=True)
+
+    @staticmethod
+    def persistent_timestamped_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(name, persistent=True, timestamped=True)
+
+    @staticmethod
+    def in_memory_window_store(
+        name: str, retention_period: Duration, window_size: Duration, retain_duplicates: bool
+    ) -> WindowBytesStoreSupplier:
+        return WindowBytesStoreSupplier(
+            name, retention_period, window_size, retain_duplicates, persistent=False
+        )
+
+    @staticmethod
+    def persistent_window_store(
+        name: str, retention_period: Duration, window_size: Duration, retain_duplicates: bool
+    ) -> WindowBytesStoreSupplier:
+        return WindowBytesStoreSupplier(
+            name, retention_period, window_size, retain_duplicates, persistent=True
+        )
+
+    @staticmethod
+    def persistent_timestamped_window_store(
+        name: str, retention_period: Duration, window_size: Duration, retain_duplicates: bool
+    ) -> WindowBytesStoreSupplier:
+        return WindowBytesStoreSupplier(
+            name, retention_period, window_size, retain_duplicates, persistent=True, timestamped=True
+        )
+
+    @staticmethod
+    def in_memory_session_store(name: str, retention_period: Duration) -> SessionBytesStoreSupplier:
+        return SessionBytesStoreSupplier(name, retention_period, persistent=False)
+
+    @staticmethod
+    def persistent_session_store(name: str, retention_period: Duration) -> SessionBytesStoreSupplier:
+        return SessionBytesStoreSupplier(name, retention_period, persistent=True)
+
+    @staticmethod
+    def key_value_store_builder(
+        supplier: KeyValueBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+    ) -> KeyValueStoreBuilder:
+        """A builder of a typed key-value store; a ``None`` serde means the config's default."""
+        return KeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def timestamped_key_value_store_builder(
+        supplier: KeyValueBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+    ) -> TimestampedKeyValueStoreBuilder:
+        return TimestampedKeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def window_store_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+    ) -> WindowStoreBuilder:
+        return WindowStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def timestamped_window_store_builder(
+        supplier: WindowBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+    ) -> TimestampedWindowStoreBuilder:
+        return TimestampedWindowStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def session_store_builder(
+        supplier: SessionBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+    ) -> SessionStoreBuilder:
+        return SessionStoreBuilder(supplier, key_serde, value_serde)
