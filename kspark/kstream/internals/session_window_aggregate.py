@@ -13,6 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.value_getters import (
+    KTableProcessorSupplier,
+    KTableValueGetter,
+    KTableValueGetterSupplier,
+)
 from kspark.kstream.internals.window_aggregate import NO_TIMESTAMP, Aggregator, Initializer, record_dropped
 from kspark.kstream.windowed import SessionWindow, Windowed
 from kspark.kstream.windows import EmitStrategy, SessionWindows
@@ -24,7 +29,7 @@ __all__ = ["KStreamSessionWindowAggregate", "SessionValueGetterSupplier"]
 Merger = Callable[[Any, Any, Any], Any]
 
 
-class SessionValueGetterSupplier:
+class SessionValueGetterSupplier(KTableValueGetterSupplier):
     """Reads the aggregate of a ``Windowed`` session key (KTable view), stamped with the session end."""
 
     def __init__(self, store_name: str) -> None:
@@ -33,13 +38,11 @@ class SessionValueGetterSupplier:
     def store_names(self) -> list[str]:
         return [self._store_name]
 
-    def get(self) -> _SessionValueGetter:
+    def get(self) -> KTableValueGetter:
         return _SessionValueGetter(self._store_name)
 
-    __call__ = get
 
-
-class _SessionValueGetter:
+class _SessionValueGetter(KTableValueGetter):
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
         self._store: Any = None
@@ -51,11 +54,8 @@ class _SessionValueGetter:
         value = self._store.fetch_session(key.key, key.window.start, key.window.end)
         return ValueAndTimestamp.make(value, key.window.end)
 
-    def close(self) -> None:
-        pass
 
-
-class KStreamSessionWindowAggregate:
+class KStreamSessionWindowAggregate(KTableProcessorSupplier):
     """Supplier of the session-window aggregation processor."""
 
     def __init__(
@@ -80,8 +80,9 @@ class KStreamSessionWindowAggregate:
         self.merger = merger
         self.send_old_values = False
 
-    def enable_sending_old_values(self) -> None:
+    def enable_send_old_values(self, force_materialization: bool = False) -> bool:
         self.send_old_values = True
+        return True
 
     def view(self) -> SessionValueGetterSupplier:
         return SessionValueGetterSupplier(self.store_name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kspark.kstream.internals.value_getters import KTableProcessorSupplier
 from kspark.kstream.internals.window_aggregate import (
     NO_TIMESTAMP,
     AbstractTimeWindowAggregateProcessor,
@@ -30,7 +31,7 @@ from kspark.state.api import ValueAndTimestamp
 __all__ = ["KStreamSlidingWindowAggregate"]
 
 
-class KStreamSlidingWindowAggregate:
+class KStreamSlidingWindowAggregate(KTableProcessorSupplier):
     """Supplier of the sliding-window aggregation processor."""
 
     def __init__(
@@ -48,8 +49,9 @@ class KStreamSlidingWindowAggregate:
         self.aggregator = aggregator
         self.send_old_values = False
 
-    def enable_sending_old_values(self) -> None:
+    def enable_send_old_values(self, force_materialization: bool = False) -> bool:
         self.send_old_values = True
+        return True
 
     def view(self) -> WindowedValueGetterSupplier:
         return WindowedValueGetterSupplier(self.store_name)

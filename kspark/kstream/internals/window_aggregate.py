@@ -14,6 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.value_getters import (
+    KTableProcessorSupplier,
+    KTableValueGetter,
+    KTableValueGetterSupplier,
+)
 from kspark.kstream.windowed import Window, Windowed
 from kspark.kstream.windows import EmitStrategy, Windows
 from kspark.processor.api import Processor, ProcessorContext, Record
@@ -171,7 +176,7 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
         raise NotImplementedError
 
 
-class WindowedValueGetterSupplier:
+class WindowedValueGetterSupplier(KTableValueGetterSupplier):
     """Reads the current aggregate of a ``Windowed`` key from the window store (KTable view)."""
 
     def __init__(self, store_name: str) -> None:
@@ -180,13 +185,11 @@ class WindowedValueGetterSupplier:
     def store_names(self) -> list[str]:
         return [self._store_name]
 
-    def get(self) -> _WindowedValueGetter:
+    def get(self) -> KTableValueGetter:
         return _WindowedValueGetter(self._store_name)
 
-    __call__ = get
 
-
-class _WindowedValueGetter:
+class _WindowedValueGetter(KTableValueGetter):
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
         self._store: Any = None
@@ -194,15 +197,12 @@ class _WindowedValueGetter:
     def init(self, context: ProcessorContext) -> None:
         self._store = context.get_state_store(self._store_name)
 
-    def get(self, windowed_key: Windowed[Any]) -> ValueAndTimestamp[Any] | None:
-        result: ValueAndTimestamp[Any] | None = self._store.fetch(windowed_key.key, windowed_key.window.start)
+    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        result: ValueAndTimestamp[Any] | None = self._store.fetch(key.key, key.window.start)
         return result
 
-    def close(self) -> None:
-        pass
 
-
-class KStreamWindowAggregate:
+class KStreamWindowAggregate(KTableProcessorSupplier):
     """Supplier of the tumbling/hopping window aggregation processor."""
 
     def __init__(
@@ -229,8 +229,10 @@ class KStreamWindowAggregate:
         self.aggregator = aggregator
         self.send_old_values = False
 
-    def enable_sending_old_values(self) -> None:
+    def enable_send_old_values(self, force_materialization: bool = False) -> bool:
+        # the aggregation is always materialized, so old values are always available
         self.send_old_values = True
+        return True
 
     def view(self) -> WindowedValueGetterSupplier:
         return WindowedValueGetterSupplier(self.store_name)
