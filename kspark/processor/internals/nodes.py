@@ -1,0 +1,245 @@
+"""Runtime nodes of a built topology: processor, source and sink nodes, and ``ProcessorTopology``.
+
+A ``ProcessorNode`` wraps one user ``Processor`` instance and applies the
+processing exception handler around it (Kafka's ``ProcessorNode.process``);
+a ``SourceNode`` deserializes and forwards; a ``SinkNode`` hands records to
+the record collector. ``ProcessorTopology`` is the set of nodes and stores one
+task runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kspark.errors import TaskMigratedException, TopologyException
+from kspark.processor.api import FixedKeyProcessor, Headers, Processor, Record
+from kspark.processor.internals.records import ProcessorRecordContext
+from kspark.processor.internals.timestamp_extractors import TimestampExtractor
+
+if TYPE_CHECKING:
+    from kspark.processor.internals.context import InternalProcessorContext
+    from kspark.state.api import StateStore
+
+__all__ = [
+    "FailedProcessingException",
+    "ProcessorNode",
+    "SourceNode",
+    "SinkNode",
+    "ProcessorTopology",
+]
+
+
+class FailedProcessingException(Exception):
+    """A processor failed and the handler said FAIL; carries the failing node's name up the stack."""
+
+    def __init__(self, node_name: str, cause: BaseException) -> None:
+        super().__init__(f"Processor {node_name} failed: {cause!r}")
+        self.node_name = node_name
+        self.cause = cause
+
+
+class ProcessorNode:
+    """A node of the running topology; ``processor`` is None for sources and sinks."""
+
+    def __init__(self, name: str, processor: Processor[Any, Any] | None, state_store_names: list[str]) -> None:
+        self.name = name
+        self.processor = processor
+        self.state_store_names: list[str] = list(state_store_names)
+        self.children: list[ProcessorNode] = []
+        self._child_by_name: dict[str, ProcessorNode] = {}
+        self.context: InternalProcessorContext | None = None
+        self.fixed_key = isinstance(processor, FixedKeyProcessor)
+        self.current_key: Any = None
+        self._closed = False
+
+    def add_child(self, child: ProcessorNode) -> None:
+        self.children.append(child)
+        self._child_by_name[child.name] = child
+
+    def child(self, name: str) -> ProcessorNode | None:
+        return self._child_by_name.get(name)
+
+    def is_terminal(self) -> bool:
+        return not self.children
+
+    def init(self, context: InternalProcessorContext) -> None:
+        self.context = context
+        if self.processor is not None:
+            previous = context.current_node
+            context.current_node = self
+            try:
+                self.processor.init(context)
+            finally:
+                context.current_node = previous
+
+    def close(self) -> None:
+        if self.processor is not None and not self._closed:
+            self.processor.close()
+        self._closed = True
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if self._closed:
+            raise RuntimeError(f"The processor {self.name} is already closed")
+        assert self.context is not None and self.processor is not None
+        try:
+            if self.fixed_key:
+                self.current_key = record.key
+            self.processor.process(record)
+        except (FailedProcessingException, TaskMigratedException):
+            raise
+        except Exception as e:  # noqa: BLE001 - every user error goes to the processing handler
+            self.context.handle_processing_exception(self, record, e)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class SourceNode(ProcessorNode):
+    """Reads one or more topics: deserializes, extracts timestamps, forwards to its children."""
+
+    def __init__(
+        self,
+        name: str,
+        topics: list[str],
+        key_deserializer: Any = None,
+        value_deserializer: Any = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+    ) -> None:
+        super().__init__(name, None, [])
+        self.topics = topics
+        self.key_deserializer = key_deserializer
+        self.value_deserializer = value_deserializer
+        self.timestamp_extractor = timestamp_extractor
+
+    def init(self, context: InternalProcessorContext) -> None:
+        self.context = context
+        if self.key_deserializer is None:
+            serde = context.key_serde()
+            if serde is None:
+                raise TopologyException(
+                    f"Source node {self.name} has no key deserializer and no 'default.key.serde' is configured"
+                )
+            self.key_deserializer = serde.deserializer()
+        if self.value_deserializer is None:
+            serde = context.value_serde()
+            if serde is None:
+                raise TopologyException(
+                    f"Source node {self.name} has no value deserializer and no 'default.value.serde' is configured"
+                )
+            self.value_deserializer = serde.deserializer()
+
+    def deserialize_key(self, topic: str, headers: Headers, data: bytes | None) -> Any:
+        return self.key_deserializer.deserialize(topic, data)
+
+    def deserialize_value(self, topic: str, headers: Headers, data: bytes | None) -> Any:
+        return self.value_deserializer.deserialize(topic, data)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        assert self.context is not None
+        self.context.forward(record)
+
+
+TopicNameExtractor = Callable[[Any, Any, ProcessorRecordContext], str]
+
+
+class SinkNode(ProcessorNode):
+    """Writes records to a topic (fixed, or chosen per record by a topic-name extractor)."""
+
+    def __init__(
+        self,
+        name: str,
+        topic: str | None,
+        topic_extractor: TopicNameExtractor | None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        partitioner: Callable[..., Any] | None = None,
+    ) -> None:
+        super().__init__(name, None, [])
+        self.topic = topic
+        self.topic_extractor = topic_extractor
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self.partitioner = partitioner
+
+    def add_child(self, child: ProcessorNode) -> None:
+        raise TopologyException(f"Sink {self.name} cannot have children (tried to add {child.name})")
+
+    def init(self, context: InternalProcessorContext) -> None:
+        self.context = context
+        if self.key_serializer is None:
+            serde = context.key_serde()
+            if serde is None:
+                raise TopologyException(
+                    f"Sink node {self.name} has no key serializer and no 'default.key.serde' is configured"
+                )
+            self.key_serializer = serde.serializer()
+        if self.value_serializer is None:
+            serde = context.value_serde()
+            if serde is None:
+                raise TopologyException(
+                    f"Sink node {self.name} has no value serializer and no 'default.value.serde' is configured"
+                )
+            self.value_serializer = serde.serializer()
+
+    def process(self, record: Record[Any, Any]) -> None:
+        assert self.context is not None
+        rc = self.context.record_context
+        extraction_context = ProcessorRecordContext(
+            record.timestamp,
+            rc.offset if rc else -1,
+            rc.partition if rc else -1,
+            rc.topic if rc else None,
+            record.headers,
+        )
+        if self.topic is not None:
+            topic = self.topic
+        else:
+            assert self.topic_extractor is not None
+            topic = self.topic_extractor(record.key, record.value, extraction_context)
+            if not isinstance(topic, str) or not topic:
+                raise TopologyException(
+                    f"Sink {self.name}: topic-name extractor returned {topic!r}; it must return a topic name"
+                )
+        self.context.record_collector.send(
+            topic,
+            record.key,
+            record.value,
+            record.headers,
+            record.timestamp,
+            self.key_serializer,
+            self.value_serializer,
+            self.name,
+            self.partitioner,
+        )
+
+
+@dataclass
+class ProcessorTopology:
+    """The nodes and stores one task runs (Kafka's ``ProcessorTopology``).
+
+    ``processors`` is in topology insertion order (init order); source topics
+    and sink topics are decorated (internal topics carry the application id).
+    """
+
+    processors: list[ProcessorNode]
+    sources_by_topic: dict[str, SourceNode]
+    sinks_by_name: dict[str, SinkNode]
+    state_store_builders: dict[str, Any]
+    store_to_changelog_topic: dict[str, str] = field(default_factory=dict)
+    global_store_names: list[str] = field(default_factory=list)
+    repartition_topics: set[str] = field(default_factory=set)
+
+    def source_topics(self) -> list[str]:
+        return list(self.sources_by_topic)
+
+    def sink_topics(self) -> set[str]:
+        return {s.topic for s in self.sinks_by_name.values() if s.topic is not None}
+
+    def source(self, topic: str) -> SourceNode | None:
+        return self.sources_by_topic.get(topic)
+
+    def build_stores(self) -> dict[str, StateStore]:
+        """Fresh store instances for this topology (a runner may supply its own instead)."""
+        return {name: builder.build() for name, builder in self.state_store_builders.items()}

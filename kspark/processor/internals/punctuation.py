@@ -1,0 +1,104 @@
+"""Punctuation schedules and queues, as Kafka Streams' ``PunctuationSchedule``/``PunctuationQueue``.
+
+Stream-time schedules start aligned to 0 (first fire as soon as stream time is
+known); wall-clock schedules start at ``now + interval``. A schedule fires
+with the *current* time (not its due time), and after a gap of several
+intervals the missed ones are skipped, the next due time staying aligned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kspark.processor.api import Cancellable, PunctuationType, Punctuator
+from kspark.processor.internals.java_compat import JavaPriorityQueue
+
+__all__ = ["PunctuationSchedule", "PunctuationQueue"]
+
+
+class _RepointableCancellable(Cancellable):
+    def __init__(self) -> None:
+        self.schedule: PunctuationSchedule | None = None
+
+    def cancel(self) -> None:
+        if self.schedule is not None:
+            self.schedule.cancelled = True
+
+
+class PunctuationSchedule:
+    """One due time of a recurring punctuation of a node."""
+
+    __slots__ = ("node", "timestamp", "interval", "punctuator", "cancelled", "cancellable")
+
+    def __init__(
+        self,
+        node: Any,
+        timestamp: int,
+        interval: int,
+        punctuator: Punctuator,
+        cancellable: _RepointableCancellable | None = None,
+    ) -> None:
+        self.node = node
+        self.timestamp = timestamp
+        self.interval = interval
+        self.punctuator = punctuator
+        self.cancelled = False
+        self.cancellable = cancellable or _RepointableCancellable()
+        self.cancellable.schedule = self
+
+    def next(self, current_timestamp: int) -> PunctuationSchedule:
+        next_time = self.timestamp + self.interval
+        if current_timestamp >= next_time:
+            missed = (current_timestamp - self.timestamp) // self.interval
+            next_time = self.timestamp + (missed + 1) * self.interval
+        return PunctuationSchedule(self.node, next_time, self.interval, self.punctuator, self.cancellable)
+
+
+class PunctuationQueue:
+    """Schedules ordered by due time (ties as ``java.util.PriorityQueue`` breaks them)."""
+
+    def __init__(self) -> None:
+        self._pq: JavaPriorityQueue[PunctuationSchedule] = JavaPriorityQueue(
+            lambda a, b: a.timestamp < b.timestamp
+        )
+
+    def schedule(self, sched: PunctuationSchedule) -> Cancellable:
+        self._pq.offer(sched)
+        return sched.cancellable
+
+    def close(self) -> None:
+        self._pq.clear()
+
+    def may_punctuate(
+        self,
+        timestamp: int,
+        punctuation_type: PunctuationType,
+        punctuate: Callable[[Any, int, PunctuationType, Punctuator], None],
+    ) -> bool:
+        """Fire every schedule due at ``timestamp``; True if any fired."""
+        punctuated = False
+        top = self._pq.peek()
+        while top is not None and top.timestamp <= timestamp:
+            sched = top
+            self._pq.poll()
+            if not sched.cancelled:
+                punctuate(sched.node, timestamp, punctuation_type, sched.punctuator)
+                # the punctuator may cancel its own schedule
+                if not sched.cancelled:
+                    self._pq.offer(sched.next(timestamp))
+                punctuated = True
+            top = self._pq.peek()
+        return punctuated
+
+    def can_punctuate(self, timestamp: int) -> bool:
+        top = self._pq.peek()
+        while top is not None and top.timestamp <= timestamp:
+            if not top.cancelled:
+                return True
+            self._pq.poll()
+            top = self._pq.peek()
+        return False
+
+    def __len__(self) -> int:
+        return sum(1 for s in self._pq if not s.cancelled)

@@ -1,0 +1,149 @@
+"""Per-partition record queues and the partition group that picks the next record.
+
+As Kafka's ``RecordQueue``: raw records are deserialized and timestamped
+when they reach the head (deserialization errors go to the deserialization
+exception handler; negative extracted timestamps are dropped and counted).
+As Kafka's ``PartitionGroup``: the next record comes from the non-empty queue
+with the smallest head timestamp (ties broken as ``java.util.PriorityQueue``
+does), and stream time is the largest timestamp taken so far.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kspark.processor.internals.java_compat import JavaPriorityQueue
+from kspark.processor.internals.nodes import SourceNode
+from kspark.processor.internals.records import ConsumerRecord, RawRecord
+from kspark.processor.internals.timestamp_extractors import TimestampExtractor
+
+__all__ = ["StampedRecord", "RecordQueue", "PartitionGroup", "UNKNOWN"]
+
+UNKNOWN = -1
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StampedRecord:
+    """A deserialized record with its extracted timestamp; ``record`` None marks a corrupted one."""
+
+    record: ConsumerRecord | None
+    raw: RawRecord
+    timestamp: int
+
+    @property
+    def corrupted(self) -> bool:
+        return self.record is None
+
+
+class RecordQueue:
+    """The buffered records of one input partition."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        source: SourceNode,
+        extractor: TimestampExtractor,
+        deserialize: Callable[[SourceNode, RawRecord], ConsumerRecord | None],
+        on_dropped: Callable[[str], None],
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.source = source
+        self._extractor = extractor
+        self._deserialize = deserialize
+        self._on_dropped = on_dropped
+        self._fifo: deque[RawRecord] = deque()
+        self._head: StampedRecord | None = None
+        self.partition_time = UNKNOWN
+
+    def add_raw_records(self, records: Iterable[RawRecord]) -> int:
+        self._fifo.extend(records)
+        self._update_head()
+        return self.size()
+
+    def poll(self) -> StampedRecord:
+        head = self._head
+        assert head is not None
+        self._head = None
+        self.partition_time = max(self.partition_time, head.timestamp)
+        self._update_head()
+        return head
+
+    def size(self) -> int:
+        return len(self._fifo) + (0 if self._head is None else 1)
+
+    def is_empty(self) -> bool:
+        return self._head is None and not self._fifo
+
+    def head_timestamp(self) -> int:
+        return UNKNOWN if self._head is None else self._head.timestamp
+
+    def _update_head(self) -> None:
+        last_corrupted: RawRecord | None = None
+        while self._head is None and self._fifo:
+            raw = self._fifo.popleft()
+            record = self._deserialize(self.source, raw)
+            if record is None:
+                last_corrupted = raw
+                continue
+            try:
+                ts = self._extractor.extract(record, self.partition_time)
+            except Exception as e:
+                from kspark.errors import StreamsException
+
+                if isinstance(e, StreamsException):
+                    raise
+                raise StreamsException(f"Fatal user code error in TimestampExtractor callback for record {record}") from e
+            if ts < 0:
+                _log.warning(
+                    "Skipping record due to negative extracted timestamp. topic=[%s] partition=[%s] offset=[%s] "
+                    "extractedTimestamp=[%s] extractor=[%s]",
+                    record.topic, record.partition, record.offset, ts, type(self._extractor).__name__,
+                )
+                self._on_dropped("negative timestamp")
+                continue
+            self._head = StampedRecord(record, raw, ts)
+        # keep the last corrupted record so its offset still gets committed (KAFKA-6502)
+        if self._head is None and last_corrupted is not None:
+            self._head = StampedRecord(None, last_corrupted, UNKNOWN)
+
+
+class PartitionGroup:
+    """All input partitions of a task; chooses the next record by head timestamp."""
+
+    def __init__(self) -> None:
+        self.queues: dict[tuple[str, int], RecordQueue] = {}
+        self._non_empty: JavaPriorityQueue[RecordQueue] = JavaPriorityQueue(
+            lambda a, b: a.head_timestamp() < b.head_timestamp()
+        )
+        self.stream_time = UNKNOWN
+
+    def add_queue(self, queue: RecordQueue) -> None:
+        self.queues[(queue.topic, queue.partition)] = queue
+
+    def add_raw_records(self, topic: str, partition: int, records: Iterable[RawRecord]) -> int:
+        queue = self.queues[(topic, partition)]
+        old = queue.size()
+        new = queue.add_raw_records(records)
+        if old == 0 and new > 0:
+            self._non_empty.offer(queue)
+        return new
+
+    def next_record(self) -> tuple[StampedRecord, RecordQueue] | None:
+        queue = self._non_empty.poll()
+        if queue is None:
+            return None
+        record = queue.poll()
+        if not queue.is_empty():
+            self._non_empty.offer(queue)
+        if record.timestamp > self.stream_time:
+            self.stream_time = record.timestamp
+        return record, queue
+
+    def num_buffered(self) -> int:
+        return sum(q.size() for q in self.queues.values())

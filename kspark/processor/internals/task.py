@@ -1,0 +1,323 @@
+"""``StreamTask``: runs one topology (or sub-topology) over its input partitions, one record at a time.
+
+This is the engine every runner drives. The interface is small:
+
+```python
+task = StreamTask("0_0", builder.build_topology(nodes), StreamsConfig(cfg),
+                  stores=None,            # or {name: StateStore} to plug in your own instances
+                  global_stores=None,     # {name: StateStore} of an initialised GlobalStateTask
+                  partitions_for=None,    # topic -> partition count, for sink partitioners
+                  wall_clock_ms=0)
+task.initialize()                          # init stores (store.init(context, store)) then processors
+task.add_records(topic, partition, [RawRecord(topic, partition, offset, timestamp, key, value, headers)])
+while task.process():                      # one record per call; False when nothing is queued
+    task.maybe_punctuate_stream_time()
+    task.commit()                          # flush stores (what Kafka does at commit)
+task.set_wall_clock(ms); task.maybe_punctuate_system_time()
+task.drain_output()                        # -> [OutputRecord(topic, partition|None, key, value, timestamp, headers)]
+task.stream_time, task.dropped_records_total
+task.close()
+```
+
+Semantics follow Kafka's ``StreamTask``: records are taken by head timestamp
+across partitions (``PartitionGroup``); stream time is the largest timestamp
+taken; stream-time punctuations fire from ``maybe_punctuate_stream_time``
+(call it after each record), wall-clock ones from
+``maybe_punctuate_system_time``; processor failures go through the processing
+exception handler and surface as ``StreamsException`` naming the task,
+processor, topic, partition and offset.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kspark.config import StreamsConfig
+from kspark.errors import StreamsException, TaskMigratedException
+from kspark.processor.api import Cancellable, Headers, PunctuationType, Punctuator, Record
+from kspark.processor.internals.context import InternalProcessorContext
+from kspark.processor.internals.exception_handlers import ErrorHandlerContext, HandlerResponse, to_response
+from kspark.processor.internals.nodes import FailedProcessingException, ProcessorNode, ProcessorTopology, SourceNode
+from kspark.processor.internals.punctuation import PunctuationQueue, PunctuationSchedule
+from kspark.processor.internals.record_collector import RecordCollector
+from kspark.processor.internals.record_queue import PartitionGroup, RecordQueue
+from kspark.processor.internals.records import ConsumerRecord, OutputRecord, ProcessorRecordContext, RawRecord
+from kspark.state.api import StateStore
+
+__all__ = ["StreamTask", "deserialize_raw"]
+
+_log = logging.getLogger(__name__)
+
+
+def deserialize_raw(
+    source: SourceNode,
+    raw: RawRecord,
+    task_id: str,
+    handler: Callable[..., Any],
+    on_dropped: Callable[[str], None],
+    collector: RecordCollector | None,
+) -> ConsumerRecord | None:
+    """Deserialize ``raw`` with ``source``'s deserializers; on error ask ``handler`` (None = skip)."""
+    try:
+        key = source.deserialize_key(raw.topic, raw.headers, raw.key)
+        value = source.deserialize_value(raw.topic, raw.headers, raw.value)
+        return ConsumerRecord(raw.topic, raw.partition, raw.offset, raw.timestamp, key, value, raw.headers)
+    except Exception as error:  # noqa: BLE001 - every deserializer error goes to the handler
+        ctx = ErrorHandlerContext(
+            raw.topic, raw.partition, raw.offset, raw.headers, source.name, task_id, raw.timestamp, raw.key, raw.value
+        )
+        try:
+            response = to_response(handler(ctx, raw, error), "DeserializationExceptionHandler")
+        except Exception as fatal:  # noqa: BLE001
+            raise StreamsException(f"Fatal user code error in deserialization error callback: {fatal!r}") from error
+        if collector is not None:
+            collector.maybe_send_to_dead_letter_queue(ctx, error)
+        if response is HandlerResponse.FAIL:
+            raise StreamsException(
+                "Deserialization exception handler is set to fail upon a deserialization error "
+                f"(topic={raw.topic}, partition={raw.partition}, offset={raw.offset}, source={source.name}: "
+                f"{error}). If you would rather have the streaming pipeline continue after a deserialization "
+                "error, please set the default.deserialization.exception.handler appropriately."
+            ) from error
+        _log.warning(
+            "Skipping record due to deserialization error. topic=[%s] partition=[%s] offset=[%s]: %s",
+            raw.topic, raw.partition, raw.offset, error,
+        )
+        on_dropped("deserialization error")
+        return None
+
+
+class StreamTask:
+    """An active task; see the module docstring for the runner-facing interface."""
+
+    def __init__(
+        self,
+        task_id: str,
+        topology: ProcessorTopology,
+        config: StreamsConfig,
+        *,
+        stores: Mapping[str, StateStore] | None = None,
+        global_stores: Mapping[str, StateStore] | None = None,
+        partitions_for: Callable[[str], int | None] | None = None,
+        wall_clock_ms: int = 0,
+        partition: int = 0,
+    ) -> None:
+        self.task_id = task_id
+        self.topology = topology
+        self.config = config
+        self.partition = partition
+        self._wall_clock_ms = wall_clock_ms
+        self.dropped_records_total = 0
+        self.commit_requested = False
+        self.stores: dict[str, StateStore] = dict(stores) if stores is not None else topology.build_stores()
+        missing = set(topology.state_store_builders) - set(self.stores)
+        if missing:
+            raise StreamsException(f"Task {task_id}: no store instance given for {sorted(missing)}")
+        self.collector = RecordCollector(
+            task_id,
+            config.production_exception_handler(),
+            self.record_dropped,
+            partitions_for,
+            config.dead_letter_queue_topic(),
+            error_context=lambda node: self.context.error_context(node),
+        )
+        self.context = InternalProcessorContext(
+            task_id,
+            config,
+            self,
+            self.stores,
+            dict(global_stores or {}),
+            self.collector,
+            topology.store_to_changelog_topic,
+            partition,
+        )
+        self._stream_punctuations = PunctuationQueue()
+        self._system_punctuations = PunctuationQueue()
+        self.partition_group = PartitionGroup()
+        self._deserialization_handler = config.deserialization_exception_handler()
+        self._default_extractor = config.default_timestamp_extractor()
+        self._initialized = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ TaskServices
+    def stream_time(self) -> int:
+        return self.partition_group.stream_time
+
+    def wall_clock_ms(self) -> int:
+        return self._wall_clock_ms
+
+    def record_dropped(self, reason: str = "") -> None:
+        self.dropped_records_total += 1
+
+    def request_commit(self) -> None:
+        self.commit_requested = True
+
+    def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Punctuator) -> Cancellable:
+        if kind is PunctuationType.STREAM_TIME:
+            # aligned to 0: fires as soon as stream time is known
+            return self._stream_punctuations.schedule(PunctuationSchedule(node, 0, interval, callback))
+        return self._system_punctuations.schedule(
+            PunctuationSchedule(node, self._wall_clock_ms + interval, interval, callback)
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+    def initialize(self) -> None:
+        if self._initialized:
+            return
+        for store in self.stores.values():
+            store.init(self.context, store)
+        for node in self.topology.processors:
+            self.context.current_node = node
+            try:
+                node.init(self.context)
+            finally:
+                self.context.current_node = None
+        self.context.record_context = None
+        self._initialized = True
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        errors: list[BaseException] = []
+        for node in self.topology.processors:
+            self.context.current_node = node
+            try:
+                node.close()
+            except Exception as e:  # noqa: BLE001 - close everything, report the first failure
+                errors.append(e)
+            finally:
+                self.context.current_node = None
+        for store in self.stores.values():
+            try:
+                store.close()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+        self._stream_punctuations.close()
+        self._system_punctuations.close()
+        if errors:
+            raise StreamsException(f"Task {self.task_id}: failure while closing: {errors[0]!r}") from errors[0]
+
+    # ------------------------------------------------------------------ input
+    def add_records(self, topic: str, partition: int, records: Iterable[RawRecord]) -> int:
+        """Buffer raw records of ``topic``-``partition``; returns how many that partition now buffers."""
+        key = (topic, partition)
+        if key not in self.partition_group.queues:
+            source = self.topology.source(topic)
+            if source is None:
+                raise StreamsException(f"Task {self.task_id} does not read topic {topic}")
+            extractor = source.timestamp_extractor or self._default_extractor
+            self.partition_group.add_queue(
+                RecordQueue(topic, partition, source, extractor, self._deserialize, self.record_dropped)
+            )
+        return self.partition_group.add_raw_records(topic, partition, records)
+
+    def has_records_queued(self) -> bool:
+        return self.partition_group.num_buffered() > 0
+
+    def _deserialize(self, source: SourceNode, raw: RawRecord) -> ConsumerRecord | None:
+        return deserialize_raw(
+            source, raw, self.task_id, self._deserialization_handler, self.record_dropped, self.collector
+        )
+
+    # ------------------------------------------------------------------ processing
+    def process(self, wall_clock_ms: int | None = None) -> bool:
+        """Process the next record (by head timestamp); False when nothing is buffered."""
+        if wall_clock_ms is not None:
+            self._wall_clock_ms = wall_clock_ms
+        nxt = self.partition_group.next_record()
+        if nxt is None:
+            return False
+        stamped, queue = nxt
+        if stamped.record is None:
+            return True
+        rec = stamped.record
+        ctx = self.context
+        ctx.record_context = ProcessorRecordContext(stamped.timestamp, rec.offset, rec.partition, rec.topic, rec.headers)
+        ctx.raw_key, ctx.raw_value = stamped.raw.key, stamped.raw.value
+        ctx.current_node = queue.source
+        try:
+            queue.source.process(Record(rec.key, rec.value, stamped.timestamp, rec.headers))
+        except FailedProcessingException as e:
+            raise StreamsException(self._process_error(e.node_name, rec, e.cause)) from e.cause
+        except (StreamsException, TaskMigratedException):
+            raise
+        except Exception as e:  # noqa: BLE001
+            node = ctx.current_node.name if ctx.current_node else queue.source.name
+            raise StreamsException(self._process_error(node, rec, e)) from e
+        finally:
+            ctx.current_node = None
+        return True
+
+    def _process_error(self, node: str, rec: ConsumerRecord, cause: BaseException) -> str:
+        return (
+            f"Exception caught in process. taskId={self.task_id}, processor={node}, topic={rec.topic}, "
+            f"partition={rec.partition}, offset={rec.offset}: {type(cause).__name__}: {cause}"
+        )
+
+    def maybe_punctuate_stream_time(self) -> bool:
+        st = self.partition_group.stream_time
+        if st == -1:
+            return False
+        fired = self._stream_punctuations.may_punctuate(st, PunctuationType.STREAM_TIME, self._punctuate)
+        if fired:
+            self.commit_requested = True
+        return fired
+
+    def set_wall_clock(self, wall_clock_ms: int) -> None:
+        self._wall_clock_ms = wall_clock_ms
+
+    def maybe_punctuate_system_time(self, wall_clock_ms: int | None = None) -> bool:
+        if wall_clock_ms is not None:
+            self._wall_clock_ms = wall_clock_ms
+        fired = self._system_punctuations.may_punctuate(
+            self._wall_clock_ms, PunctuationType.WALL_CLOCK_TIME, self._punctuate
+        )
+        if fired:
+            self.commit_requested = True
+        return fired
+
+    def _punctuate(self, node: ProcessorNode, timestamp: int, kind: PunctuationType, punctuator: Punctuator) -> None:
+        ctx = self.context
+        if ctx.current_node is not None:
+            raise StreamsException(f"Task {self.task_id}: cannot punctuate while node {ctx.current_node.name} runs")
+        ctx.record_context = ProcessorRecordContext(timestamp, -1, -1, None, Headers())
+        ctx.raw_key = ctx.raw_value = None
+        ctx.current_node = node
+        try:
+            punctuator(timestamp)
+        except FailedProcessingException as e:
+            raise StreamsException(
+                f"task [{self.task_id}] Exception caught while punctuating processor '{node.name}': {e.cause!r}"
+            ) from e.cause
+        except TaskMigratedException:
+            raise
+        except Exception as e:  # noqa: BLE001 - user errors go to the processing handler
+            ectx = ctx.error_context(node.name)
+            handler = self.config.processing_exception_handler()
+            try:
+                response = to_response(handler(ectx, None, e), "ProcessingExceptionHandler")
+            except Exception as fatal:  # noqa: BLE001
+                raise StreamsException(f"Fatal user code error in processing error callback: {fatal!r}") from e
+            if response is HandlerResponse.FAIL:
+                raise StreamsException(
+                    f"task [{self.task_id}] Exception caught while punctuating processor '{node.name}': {e!r}"
+                ) from e
+            self.record_dropped("punctuation error")
+        finally:
+            ctx.current_node = None
+
+    # ------------------------------------------------------------------ commit and output
+    def commit(self) -> None:
+        """Flush every store (caches forward, logged stores write their changelog), as at a Kafka commit."""
+        for store in self.stores.values():
+            store.flush()
+        self.commit_requested = False
+
+    def drain_output(self) -> list[OutputRecord]:
+        return self.collector.drain()
+
+    def node(self, name: str) -> ProcessorNode | None:
+        return next((n for n in self.topology.processors if n.name == name), None)
