@@ -1,0 +1,85 @@
+"""``MaterializedInternal`` and ``KeyValueStoreMaterializer``: from a ``Materialized`` to a store builder.
+
+``MaterializedInternal`` is the mutable internal twin of the immutable
+``Materialized``: the DSL fills in serdes it inherits from upstream and
+generates a store name when the user gave none (burning a number of the
+shared name counter, as Kafka does). A store without a user-given name is
+not queryable (``queryable_store_name`` is ``None``) but may still be
+created when an operator needs it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kspark.kstream.config_objects import Materialized
+
+if TYPE_CHECKING:
+    from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
+    from kspark.state.api import StoreBuilder
+
+__all__ = ["MaterializedInternal", "KeyValueStoreMaterializer", "materialized_internal"]
+
+
+class MaterializedInternal:
+    """Resolved settings of one materialized store."""
+
+    def __init__(
+        self,
+        materialized: Materialized,
+        name_provider: InternalStreamsBuilder | None = None,
+        generated_store_prefix: str | None = None,
+    ) -> None:
+        self.materialized = materialized
+        self.key_serde: Any = materialized.key_serde
+        self.value_serde: Any = materialized.value_serde
+        self.caching = materialized.caching
+        self.logging = materialized.logging
+        self.log_config = dict(materialized.log_config or {})
+        self.store_supplier: Any = materialized.store_supplier
+        self.retention_ms = materialized.retention_ms()
+        self.queryable = materialized.name is not None
+        self.store_name: str = materialized.name or ""
+        if not self.queryable and name_provider is not None:
+            self.store_name = name_provider.new_store_name(generated_store_prefix or "")
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        return self.store_name if self.queryable else None
+
+    def with_key_serde(self, serde: Any) -> MaterializedInternal:
+        self.key_serde = serde
+        return self
+
+    def with_value_serde(self, serde: Any) -> MaterializedInternal:
+        self.value_serde = serde
+        return self
+
+
+def materialized_internal(
+    materialized: Materialized | None, name_provider: InternalStreamsBuilder | None, generated_prefix: str | None
+) -> MaterializedInternal:
+    if materialized is not None and not isinstance(materialized, Materialized):
+        raise TypeError(f"materialized must be a Materialized, got {materialized!r}")
+    return MaterializedInternal(materialized or Materialized(), name_provider, generated_prefix)
+
+
+class KeyValueStoreMaterializer:
+    """Builds the timestamped key-value store of a KTable (``StoreFactory`` of the graph)."""
+
+    def __init__(self, materialized: MaterializedInternal) -> None:
+        self.materialized = materialized
+
+    @property
+    def name(self) -> str:
+        return self.materialized.store_name
+
+    def builder(self) -> StoreBuilder[Any, Any]:
+        from kspark.state import Stores  # owned by the state engineer; only needed when a store is built
+
+        m = self.materialized
+        supplier = m.store_supplier or Stores.persistent_timestamped_key_value_store(m.store_name)
+        b = Stores.timestamped_key_value_store_builder(supplier, m.key_serde, m.value_serde)
+        b = b.with_caching_enabled() if m.caching else b.with_caching_disabled()
+        b = b.with_logging_enabled(m.log_config) if m.logging else b.with_logging_disabled()
+        return b

@@ -1,0 +1,137 @@
+"""``KGroupedStream``: a stream grouped by key, ready to aggregate (``count``, ``reduce``, ``aggregate``).
+
+Records with a ``None`` key or value are dropped by the aggregation and
+counted in ``dropped-records-total``. ``windowed_by`` hands the grouped
+stream to the windowed variants (``TimeWindowedKStream``,
+``SessionWindowedKStream``), which reuse ``_aggregate_builder``.
+
+Attributes for the windowed variants (contract 5): ``_builder``, ``_name``,
+``_key_serde``, ``_value_serde``, ``_sub_topology_source_nodes``,
+``_repartition_required``, ``_graph_node``, ``_grouped``,
+``_aggregate_builder`` (a ``GroupedStreamAggregateBuilder``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kspark.kstream.config_objects import Grouped, Materialized, Named
+from kspark.kstream.internals.functions import require_callable
+from kspark.kstream.internals.graph import GraphNode
+from kspark.kstream.internals.grouped_stream_aggregate_builder import GroupedStreamAggregateBuilder
+from kspark.kstream.internals.ktable_processors import KStreamAggregate, KStreamReduce
+from kspark.kstream.internals.materialize import KeyValueStoreMaterializer, MaterializedInternal, materialized_internal
+
+if TYPE_CHECKING:
+    from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
+    from kspark.kstream.internals.value_getters import KTableProcessorSupplier
+    from kspark.kstream.ktable import KTable
+
+__all__ = ["KGroupedStream"]
+
+REDUCE_NAME = "KSTREAM-REDUCE-"
+AGGREGATE_NAME = "KSTREAM-AGGREGATE-"
+
+
+def _long_serde() -> Any:
+    from kspark.serde import Serdes  # owned by the serde engineer; needed only for count's default
+
+    return Serdes.Long()
+
+
+def _split(named: Named | str | Materialized | None, materialized: Materialized | None) -> tuple[str | None, Materialized | None]:
+    if isinstance(named, Materialized):
+        return None, named
+    if isinstance(named, Named):
+        return named.name, materialized
+    if isinstance(named, str):
+        return Named(named).name, materialized
+    return None, materialized
+
+
+class KGroupedStream:
+    """A grouped stream (Kafka Streams' ``KGroupedStream``)."""
+
+    def __init__(
+        self,
+        name: str,
+        sub_topology_source_nodes: set[str],
+        grouped: Grouped,
+        repartition_required: bool,
+        graph_node: GraphNode,
+        builder: InternalStreamsBuilder,
+    ) -> None:
+        self._name = name
+        self._key_serde = grouped.key_serde
+        self._value_serde = grouped.value_serde
+        self._sub_topology_source_nodes = set(sub_topology_source_nodes)
+        self._grouped = grouped
+        self._repartition_required = repartition_required
+        self._graph_node = graph_node
+        self._builder = builder
+        self._aggregate_builder = GroupedStreamAggregateBuilder(
+            builder, grouped, repartition_required, self._sub_topology_source_nodes, name, graph_node
+        )
+
+    def __repr__(self) -> str:
+        return f"KGroupedStream({self._name})"
+
+    def count(self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None) -> KTable:
+        name, materialized = _split(named, materialized)
+        if materialized is not None and materialized.name is None:
+            # Kafka burns a store name here, so numbering stays compatible
+            self._builder.new_store_name(AGGREGATE_NAME)
+        m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
+        if m.key_serde is None:
+            m.key_serde = self._key_serde
+        if m.value_serde is None:
+            m.value_serde = _long_serde()
+        supplier = KStreamAggregate(m.store_name, lambda: 0, lambda _k, _v, agg: agg + 1)
+        return self._do_aggregate(supplier, name or self._builder.new_processor_name(AGGREGATE_NAME), m)
+
+    def reduce(
+        self, reducer: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        require_callable(reducer, "reducer", "KGroupedStream.reduce")
+        name, materialized = _split(named, materialized)
+        m = materialized_internal(materialized, self._builder, REDUCE_NAME)
+        if m.key_serde is None:
+            m.key_serde = self._key_serde
+        if m.value_serde is None:
+            m.value_serde = self._value_serde
+        supplier = KStreamReduce(m.store_name, reducer)
+        return self._do_aggregate(supplier, name or self._builder.new_processor_name(REDUCE_NAME), m)
+
+    def aggregate(
+        self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+        named: Named | str | Materialized | None = None, materialized: Materialized | None = None,
+    ) -> KTable:
+        require_callable(initializer, "initializer", "KGroupedStream.aggregate")
+        require_callable(aggregator, "aggregator", "KGroupedStream.aggregate")
+        name, materialized = _split(named, materialized)
+        m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
+        if m.key_serde is None:
+            m.key_serde = self._key_serde
+        supplier = KStreamAggregate(m.store_name, initializer, aggregator)
+        return self._do_aggregate(supplier, name or self._builder.new_processor_name(AGGREGATE_NAME), m)
+
+    def _do_aggregate(self, supplier: KTableProcessorSupplier, name: str, m: MaterializedInternal) -> KTable:
+        return self._aggregate_builder.build(
+            name, KeyValueStoreMaterializer(m), supplier, m.queryable_store_name, m.key_serde, m.value_serde
+        )
+
+    def windowed_by(self, windows: Any) -> Any:
+        """Window the grouped stream: TimeWindows/SlidingWindows or SessionWindows."""
+        if windows is None:
+            raise ValueError("windows can't be None (KGroupedStream.windowed_by)")
+        from kspark.kstream.windows import SessionWindows
+
+        if isinstance(windows, SessionWindows):
+            from kspark.kstream.session_windowed_kstream import SessionWindowedKStream
+
+            return SessionWindowedKStream(self, windows)
+        from kspark.kstream.time_windowed_kstream import TimeWindowedKStream
+
+        return TimeWindowedKStream(self, windows)

@@ -1,0 +1,292 @@
+"""``KTable``: a changelog stream read as a table (latest value per key).
+
+Updates travel as ``Change(new, old)``. Old values are only computed when a
+downstream operator asks for them (``_enable_send_old_values``), and a table
+that is read by a join or a non-materialized filter gets a value getter
+(``_value_getter_supplier``), materializing the source if needed — both
+exactly as Kafka Streams' ``KTableImpl``.
+
+Attributes other DSL modules use (contract 5): ``_builder``, ``_name``,
+``_key_serde``, ``_value_serde``, ``_sub_topology_source_nodes``,
+``_queryable_store_name``, ``_processor_supplier`` (a
+``KTableProcessorSupplier``), ``_graph_node``; methods
+``_value_getter_supplier()`` and ``_enable_send_old_values(force)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kspark.kstream.config_objects import Grouped, Materialized, Named
+from kspark.kstream.internals.functions import require_callable, with_key
+from kspark.kstream.internals.graph import (
+    GraphNode,
+    KTableKTableJoinNode,
+    ProcessorGraphNode,
+    ProcessorParameters,
+    TableProcessorNode,
+)
+from kspark.kstream.internals.kstream_processors import KStreamMapValues
+from kspark.kstream.internals.ktable_join import (
+    KTableKTableAbstractJoin,
+    KTableKTableInnerJoin,
+    KTableKTableJoinMerger,
+    KTableKTableLeftJoin,
+    KTableKTableOuterJoin,
+    KTableKTableRightJoin,
+)
+from kspark.kstream.internals.ktable_processors import KTableFilter, KTableMapValues, KTableRepartitionMap
+from kspark.kstream.internals.materialize import KeyValueStoreMaterializer, MaterializedInternal, materialized_internal
+from kspark.kstream.internals.value_getters import KTableProcessorSupplier, KTableValueGetterSupplier
+
+if TYPE_CHECKING:
+    from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
+    from kspark.kstream.kgrouped_table import KGroupedTable
+    from kspark.kstream.kstream import KStream
+
+__all__ = ["KTable"]
+
+FILTER_NAME = "KTABLE-FILTER-"
+MAPVALUES_NAME = "KTABLE-MAPVALUES-"
+TOSTREAM_NAME = "KTABLE-TOSTREAM-"
+SELECT_NAME = "KTABLE-SELECT-"
+MERGE_NAME = "KTABLE-MERGE-"
+JOINTHIS_NAME = "KTABLE-JOINTHIS-"
+JOINOTHER_NAME = "KTABLE-JOINOTHER-"
+
+
+def _split_named_materialized(
+    named: Named | str | Materialized | None, materialized: Materialized | None
+) -> tuple[str | None, Materialized | None]:
+    if isinstance(named, Materialized):
+        return None, named
+    if isinstance(named, Named):
+        return named.name, materialized
+    if isinstance(named, str):
+        return Named(named).name, materialized
+    if named is not None:
+        raise TypeError(f"named must be a Named or a str, got {named!r}")
+    return None, materialized
+
+
+class KTable:
+    """A table: the latest value per key of a changelog (Kafka Streams' ``KTable``)."""
+
+    def __init__(
+        self,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        sub_topology_source_nodes: set[str],
+        queryable_store_name: str | None,
+        processor_supplier: KTableProcessorSupplier,
+        graph_node: GraphNode,
+        builder: InternalStreamsBuilder,
+    ) -> None:
+        self._name = name
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._sub_topology_source_nodes = set(sub_topology_source_nodes)
+        self._queryable_store_name = queryable_store_name
+        self._processor_supplier = processor_supplier
+        self._graph_node = graph_node
+        self._builder = builder
+        self._send_old_values = False
+
+    def __repr__(self) -> str:
+        return f"KTable({self._name})"
+
+    def queryable_store_name(self) -> str | None:
+        """The store name interactive queries use, or None if the table is not queryable."""
+        return self._queryable_store_name
+
+    # -- contract-5 helpers --------------------------------------------------
+
+    def _value_getter_supplier(self) -> KTableValueGetterSupplier:
+        return self._processor_supplier.view()
+
+    def _enable_send_old_values(self, force_materialization: bool) -> bool:
+        if not self._send_old_values:
+            if not self._processor_supplier.enable_send_old_values(force_materialization):
+                return False
+            self._send_old_values = True
+        return True
+
+    # -- stateless -----------------------------------------------------------
+
+    def _materialized_for(
+        self, materialized: Materialized | None, prefix: str
+    ) -> MaterializedInternal | None:
+        if materialized is None:
+            return None
+        return materialized_internal(materialized, self._builder, prefix)
+
+    def _table_op(
+        self,
+        prefix: str,
+        name: str | None,
+        m: MaterializedInternal | None,
+        make_supplier: Callable[[str | None], KTableProcessorSupplier],
+        value_serde: Any,
+    ) -> KTable:
+        key_serde, queryable, factory = self._key_serde, None, None
+        if m is not None:
+            if m.key_serde is None:
+                m.key_serde = self._key_serde
+            if m.value_serde is None:
+                m.value_serde = value_serde
+            key_serde, value_serde = m.key_serde, m.value_serde
+            queryable = m.queryable_store_name
+            factory = KeyValueStoreMaterializer(m) if queryable is not None else None
+        name = name or self._builder.new_processor_name(prefix)
+        supplier = make_supplier(queryable)
+        node = TableProcessorNode(
+            name, ProcessorParameters(supplier, name), store_factories=[factory] if factory else []
+        )
+        self._builder.add_graph_node(self._graph_node, node)
+        return KTable(name, key_serde, value_serde, self._sub_topology_source_nodes, queryable, supplier, node, self._builder)
+
+    def filter(
+        self, predicate: Callable[[Any, Any], bool], named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        require_callable(predicate, "predicate", "KTable.filter")
+        name, materialized = _split_named_materialized(named, materialized)
+        m = self._materialized_for(materialized, FILTER_NAME)
+        return self._table_op(FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, False, q), self._value_serde)
+
+    def filter_not(
+        self, predicate: Callable[[Any, Any], bool], named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        require_callable(predicate, "predicate", "KTable.filter_not")
+        name, materialized = _split_named_materialized(named, materialized)
+        m = self._materialized_for(materialized, FILTER_NAME)
+        return self._table_op(FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, True, q), self._value_serde)
+
+    def map_values(
+        self, mapper: Callable[..., Any], named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        require_callable(mapper, "mapper", "KTable.map_values")
+        name, materialized = _split_named_materialized(named, materialized)
+        m = self._materialized_for(materialized, MAPVALUES_NAME)
+        fn = with_key(mapper, 1)
+        return self._table_op(MAPVALUES_NAME, name, m, lambda q: KTableMapValues(self, fn, q), None)
+
+    def to_stream(
+        self, mapper: Callable[[Any, Any], Any] | Named | str | None = None, named: Named | str | None = None
+    ) -> KStream:
+        """The table's changelog as a stream of new values (tombstones included); ``mapper`` selects a new key."""
+        from kspark.kstream.kstream import KStream
+
+        if isinstance(mapper, Named | str):
+            mapper, named = None, mapper
+        name = (named.name if isinstance(named, Named) else Named(named).name if named else None) or \
+            self._builder.new_processor_name(TOSTREAM_NAME)
+        supplier = KStreamMapValues(lambda _k, change: change.new_value)
+        node = ProcessorGraphNode(name, ProcessorParameters(supplier, name))
+        self._builder.add_graph_node(self._graph_node, node)
+        stream = KStream(name, self._key_serde, self._value_serde, self._sub_topology_source_nodes, False, node, self._builder)
+        if mapper is not None:
+            require_callable(mapper, "mapper", "KTable.to_stream")
+            return stream.select_key(mapper)
+        return stream
+
+    def suppress(self, suppressed: Any, named: Named | str | None = None) -> KTable:
+        from kspark.kstream.internals.suppress import build_suppress
+
+        if suppressed is None:
+            raise ValueError("suppressed can't be None (KTable.suppress)")
+        n = named.name if isinstance(named, Named) else named
+        return build_suppress(self, suppressed, n)  # type: ignore[no-any-return]
+
+    # -- grouping ------------------------------------------------------------
+
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedTable:
+        from kspark.kstream.kgrouped_table import KGroupedTable
+
+        require_callable(selector, "selector", "KTable.group_by")
+        g = grouped or Grouped()
+        select_name = g.name or self._builder.new_processor_name(SELECT_NAME)
+        supplier = KTableRepartitionMap(self, selector)
+        node = TableProcessorNode(select_name, ProcessorParameters(supplier, select_name))
+        self._builder.add_graph_node(self._graph_node, node)
+        self._enable_send_old_values(True)
+        return KGroupedTable(self._builder, select_name, self._sub_topology_source_nodes, g, node)
+
+    # -- joins ---------------------------------------------------------------
+
+    def join(
+        self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        return self._do_join("inner", other, joiner, named, materialized)
+
+    def left_join(
+        self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        return self._do_join("left", other, joiner, named, materialized)
+
+    def outer_join(
+        self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        return self._do_join("outer", other, joiner, named, materialized)
+
+    def _do_join(
+        self, kind: str, other: KTable, joiner: Callable[[Any, Any], Any],
+        named: Named | str | Materialized | None, materialized: Materialized | None,
+    ) -> KTable:
+        op = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
+        if not isinstance(other, KTable):
+            raise TypeError(f"KTable.{op} needs a KTable, got {other!r} (foreign-key joins are not supported)")
+        require_callable(joiner, "joiner", f"KTable.{op}")
+        name, materialized = _split_named_materialized(named, materialized)
+        m = self._materialized_for(materialized, MERGE_NAME)
+        merge_name = name or self._builder.new_processor_name(MERGE_NAME)
+        all_sources = self._sub_topology_source_nodes | other._sub_topology_source_nodes
+        self._builder.copartition(sorted(all_sources))
+        if kind in ("left", "outer"):
+            self._enable_send_old_values(True)
+        if kind == "outer":
+            other._enable_send_old_values(True)
+
+        def reverse(a: Any, b: Any) -> Any:
+            return joiner(b, a)
+
+        join_this: KTableKTableAbstractJoin
+        join_other: KTableKTableAbstractJoin
+        if kind == "inner":
+            join_this, join_other = KTableKTableInnerJoin(self, other, joiner), KTableKTableInnerJoin(other, self, reverse)
+        elif kind == "left":
+            join_this, join_other = KTableKTableLeftJoin(self, other, joiner), KTableKTableRightJoin(other, self, reverse)
+        else:
+            join_this, join_other = KTableKTableOuterJoin(self, other, joiner), KTableKTableOuterJoin(other, self, reverse)
+        this_name = f"{name}-join-this" if name else self._builder.new_processor_name(JOINTHIS_NAME)
+        other_name = f"{name}-join-other" if name else self._builder.new_processor_name(JOINOTHER_NAME)
+        key_serde, value_serde, queryable, factory = self._key_serde, None, None, None
+        if m is not None:
+            if m.key_serde is None:
+                m.key_serde = self._key_serde
+            key_serde, value_serde = m.key_serde, m.value_serde
+            queryable = m.store_name
+            factory = KeyValueStoreMaterializer(m)
+        merger = KTableKTableJoinMerger(join_this, join_other, queryable)
+        this_getter, other_getter = self._value_getter_supplier(), other._value_getter_supplier()
+        node = KTableKTableJoinNode(
+            merge_name,
+            ProcessorParameters(join_this, this_name),
+            ProcessorParameters(join_other, other_name),
+            self._name,
+            other._name,
+            this_getter.store_names,
+            other_getter.store_names,
+            ProcessorParameters(merger, merge_name),
+            factory,
+        )
+        self._builder.add_graph_node(self._graph_node, node)
+        self._builder.add_graph_node(other._graph_node, node)
+        return KTable(merge_name, key_serde, value_serde, all_sources, queryable, merger, node, self._builder)
