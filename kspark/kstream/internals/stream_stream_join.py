@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark.key_value import KeyValue
+from kspark.kstream.internals.graph import GraphNode, ProcessorGraphNode, ProcessorParameters
 from kspark.kstream.internals.window_aggregate import TimeTracker, emit_interval_ms, record_dropped
 from kspark.kstream.windows import JoinWindows
 from kspark.processor.api import Processor, ProcessorContext, Record
@@ -37,6 +38,7 @@ __all__ = [
     "OuterJoinStore",
     "OuterJoinStoreBuilder",
     "TimeTrackerSupplier",
+    "StreamStreamJoinNode",
     "build_stream_stream_join",
 ]
 
@@ -359,6 +361,57 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
             store.put(prev_key, None)
 
 
+class StreamStreamJoinNode(GraphNode):
+    """Writes both join processors, the merge node and the stores (Kafka's ``StreamStreamJoinNode``)."""
+
+    def __init__(
+        self,
+        merge: ProcessorParameters,
+        this_join: ProcessorParameters,
+        other_join: ProcessorParameters,
+        this_windowed_name: str,
+        other_windowed_name: str,
+        this_store: Any,
+        other_store: Any,
+        outer_store: Any | None,
+    ) -> None:
+        super().__init__(merge.processor_name)
+        self.merge = merge
+        self.this_join = this_join
+        self.other_join = other_join
+        self.this_windowed_name = this_windowed_name
+        self.other_windowed_name = other_windowed_name
+        self.this_store = this_store
+        self.other_store = other_store
+        self.outer_store = outer_store
+
+    def write_to_topology(self, builder: Any) -> None:
+        this_name = self.this_join.processor_name
+        other_name = self.other_join.processor_name
+        builder.add_processor(this_name, self.this_join.processor_supplier, self.this_windowed_name)
+        builder.add_processor(other_name, self.other_join.processor_supplier, self.other_windowed_name)
+        builder.add_processor(self.merge.processor_name, self.merge.processor_supplier, this_name, other_name)
+        builder.add_state_store(self.this_store, self.this_windowed_name, other_name)
+        builder.add_state_store(self.other_store, self.other_windowed_name, this_name)
+        if self.outer_store is not None:
+            builder.add_state_store(self.outer_store, this_name, other_name)
+
+
+def _join_window_store(name: str, windows: JoinWindows, key_serde: Any, value_serde: Any, sj: Any) -> Any:
+    from kspark.state import Stores
+
+    supplier = Stores.persistent_window_store(
+        name, windows.size() + windows.grace_period_ms(), windows.size(), True
+    )
+    b = Stores.window_store_builder(supplier, key_serde, value_serde)
+    if sj is None or sj.logging:
+        # duplicates are retained, so the changelog must not be compacted
+        config = dict((sj.log_config if sj is not None else None) or {})
+        config["cleanup.policy"] = "delete"
+        return b.with_logging_enabled(config)
+    return b.with_logging_disabled()
+
+
 def build_stream_stream_join(
     left: Any,
     right: Any,
@@ -368,7 +421,120 @@ def build_stream_stream_join(
     join_type: str,
     named: Any = None,
 ) -> Any:
-    """Wire a windowed stream-stream join into the DSL graph; returns the joined ``KStream``."""
-    from kspark.kstream.internals.stream_stream_join_wiring import wire_stream_stream_join
+    """Wire a windowed stream-stream join into the DSL graph; returns the joined ``KStream``.
 
-    return wire_stream_stream_join(left, right, joiner, windows, stream_joined, join_type, named)
+    ``join_type`` is ``"inner"``, ``"left"`` or ``"outer"``; ``named`` (or the
+    ``StreamJoined`` name) prefixes the processor names as Kafka does.
+    """
+    from kspark.kstream.kstream import KStream
+
+    if not isinstance(windows, JoinWindows):
+        raise TypeError(f"a KStream-KStream join needs JoinWindows, got {windows!r}")
+    if join_type not in ("inner", "left", "outer"):
+        raise ValueError(f"join_type must be 'inner', 'left' or 'outer', got {join_type!r}")
+    if right is left:
+        raise NotImplementedError("self-joins (a stream joined with itself) are not supported by kspark yet")
+    sj = stream_joined
+    builder = left._builder
+    name = named if isinstance(named, str) else getattr(named, "name", None)
+    name = name or getattr(sj, "name", None)
+    key_serde = getattr(sj, "key_serde", None)
+    this_value_serde = getattr(sj, "value_serde", None)
+    other_value_serde = getattr(sj, "other_value_serde", None)
+
+    this_stream, other_stream = left, right
+    if this_stream._repartition_required:
+        this_stream = this_stream._repartition_for_join(
+            f"{name}-left" if name else this_stream._name, key_serde, this_value_serde
+        )
+    if other_stream._repartition_required:
+        other_stream = other_stream._repartition_for_join(
+            f"{name}-right" if name else other_stream._name, key_serde, other_value_serde
+        )
+    all_sources = this_stream._ensure_copartition_with([other_stream])
+
+    left_outer = join_type in ("left", "outer")
+    right_outer = join_type == "outer"
+    this_suffix = "-outer-this-join" if right_outer else "-this-join"
+    other_suffix = "-outer-other-join" if left_outer else "-other-join"
+    this_windowed = f"{name}-this-windowed" if name else builder.new_processor_name("KSTREAM-WINDOWED-")
+    other_windowed = f"{name}-other-windowed" if name else builder.new_processor_name("KSTREAM-WINDOWED-")
+    this_prefix = "KSTREAM-OUTERTHIS-" if right_outer else "KSTREAM-JOINTHIS-"
+    this_generated = builder.new_processor_name(this_prefix)
+    other_generated = builder.new_processor_name(
+        "KSTREAM-OUTEROTHER-" if left_outer else "KSTREAM-JOINOTHER-"
+    )
+    this_join_name = f"{name}{this_suffix}" if name else this_generated
+    other_join_name = f"{name}{other_suffix}" if name else other_generated
+    merge_name = f"{name}-merge" if name else builder.new_processor_name("KSTREAM-MERGE-")
+
+    base_store = getattr(sj, "store_name", None)
+    this_store_name = (f"{base_store}{this_suffix}" if base_store else this_generated) + "-store"
+    other_store_name = (f"{base_store}{other_suffix}" if base_store else other_generated) + "-store"
+    this_store = _join_window_store(
+        this_store_name,
+        windows,
+        key_serde or this_stream._key_serde,
+        this_value_serde or this_stream._value_serde,
+        sj,
+    )
+    other_store = _join_window_store(
+        other_store_name,
+        windows,
+        key_serde or other_stream._key_serde,
+        other_value_serde or other_stream._value_serde,
+        sj,
+    )
+
+    this_windowed_node = ProcessorGraphNode(
+        this_windowed, ProcessorParameters(lambda: JoinWindowProcessor(this_store_name), this_windowed)
+    )
+    builder.add_graph_node(this_stream._graph_node, this_windowed_node)
+    other_windowed_node = ProcessorGraphNode(
+        other_windowed, ProcessorParameters(lambda: JoinWindowProcessor(other_store_name), other_windowed)
+    )
+    builder.add_graph_node(other_stream._graph_node, other_windowed_node)
+
+    outer_store: OuterJoinStoreBuilder | None = None
+    if left_outer:
+        shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+        if base_store:
+            outer_name = f"{base_store}{shared_suffix}-store"
+        else:
+            outer_name = "KSTREAM-OUTERSHARED-" + this_generated[len(this_prefix) :] + "-store"
+        outer_store = OuterJoinStoreBuilder(outer_name, key_serde or this_stream._key_serde)
+
+    trackers = TimeTrackerSupplier()
+    outer_name_or_none = outer_store.name if outer_store is not None else None
+    this_join = StreamStreamJoinSide(
+        left_side=True,
+        other_window_name=other_store_name,
+        windows=windows,
+        joiner=joiner,
+        outer=left_outer,
+        outer_join_store_name=outer_name_or_none,
+        time_tracker_supplier=trackers,
+    )
+    other_join = StreamStreamJoinSide(
+        left_side=False,
+        other_window_name=this_store_name,
+        windows=windows,
+        joiner=lambda this_value, other_value: joiner(other_value, this_value),
+        outer=right_outer,
+        outer_join_store_name=outer_name_or_none,
+        time_tracker_supplier=trackers,
+    )
+    join_node = StreamStreamJoinNode(
+        ProcessorParameters(PassThrough, merge_name),
+        ProcessorParameters(this_join, this_join_name),
+        ProcessorParameters(other_join, other_join_name),
+        this_windowed,
+        other_windowed,
+        this_store,
+        other_store,
+        outer_store,
+    )
+    if left_outer:
+        join_node.labels.append("NULL_KEY_RELAXED_JOIN")
+    builder.add_graph_node([this_stream._graph_node, other_stream._graph_node], join_node)
+    return KStream(merge_name, key_serde, None, set(all_sources), False, join_node, builder)

@@ -300,8 +300,60 @@ def find_and_verify_window_grace(node: Any, chain: str = "") -> int:
     return max(find_and_verify_window_grace(p, new_chain) for p in parents)
 
 
-def build_suppress(table: Any, suppressed: Suppressed, named: Any = None) -> Any:
-    """Add a ``KTABLE-SUPPRESS`` node under ``table``; returns the suppressed ``KTable``."""
-    from kspark.kstream.internals.suppress_wiring import wire_suppress
+def _enable_old_values(table: Any) -> None:
+    """Suppression needs the upstream's old values (Kafka: ``enableSendingOldValues(true)``)."""
+    for attr in ("_enable_send_old_values", "enable_send_old_values"):
+        method = getattr(table, attr, None)
+        if method is not None:
+            method(True)
+            return
+    supplier = getattr(table, "_processor_supplier", None)
+    if supplier is not None:
+        supplier.enable_send_old_values(True)
 
-    return wire_suppress(table, suppressed, named)
+
+def build_suppress(table: Any, suppressed: Suppressed, named: Any = None) -> Any:
+    """Add a ``KTABLE-SUPPRESS`` node and its buffer under ``table``; returns the suppressed KTable."""
+    from kspark.kstream.internals.graph import ProcessorParameters, StatefulProcessorNode
+    from kspark.kstream.ktable import KTable
+
+    if not isinstance(suppressed, Suppressed):
+        raise TypeError(f"suppress needs a Suppressed, got {suppressed!r}")
+    builder = table._builder
+    given = named if isinstance(named, str) else getattr(named, "name", None)
+    given = suppressed.name or given
+    name = given or builder.new_processor_name("KTABLE-SUPPRESS-")
+    wait_ms = (
+        find_and_verify_window_grace(table._graph_node)
+        if suppressed.final_results
+        else int(suppressed.time_to_wait_ms or 0)
+    )
+    store_name = f"{given}-store" if given else builder.new_store_name("KTABLE-SUPPRESS-")
+    supplier = KTableSuppressProcessorSupplier(suppressed.with_name(name), store_name, wait_ms)
+    _enable_old_values(table)
+    cfg = suppressed.buffer_config
+    store = TimeOrderedKeyValueBufferBuilder(
+        store_name, table._key_serde, table._value_serde, cfg.is_logging_enabled(), cfg.log_config or {}
+    )
+    parent_view = getattr(getattr(table, "_processor_supplier", None), "view", None)
+    supplier.parent_value_getter_supplier = parent_view
+
+    class _Factory:
+        def __init__(self) -> None:
+            self.name = store_name
+
+        def builder(self) -> StoreBuilder[Any, Any]:
+            return store
+
+    node = StatefulProcessorNode(name, ProcessorParameters(supplier, name), store_factories=[_Factory()])
+    builder.add_graph_node(table._graph_node, node)
+    return KTable(
+        name,
+        table._key_serde,
+        table._value_serde,
+        {table._name},
+        None,
+        supplier,
+        node,
+        builder,
+    )

@@ -128,7 +128,8 @@ class SessionStoreMaterializer:
         gap, grace = windows.inactivity_gap(), windows.grace_period_ms()
         if gap + grace > self.retention_period:
             raise ValueError(
-                f"The retention period of the session store {materialized.store_name} must be no smaller than "
+                f"The retention period of the session store {materialized.store_name} "
+                "must be no smaller than "
                 f"the session inactivity gap plus the grace period. Got gap=[{gap}], grace=[{grace}], "
                 f"retention=[{self.retention_period}]"
             )
