@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from kspark.processor.api import Cancellable, Headers, ProcessorContext, PunctuationType, Record, RecordMetadata
+from kspark.processor.api import (
+    Cancellable,
+    Headers,
+    ProcessorContext,
+    PunctuationType,
+    Record,
+    RecordMetadata,
+)
 from kspark.serde import Serdes
 from kspark.state.api import StateStore
 
@@ -37,7 +44,9 @@ class FakeContext(ProcessorContext):
     def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
         raise AssertionError("stores never forward")
 
-    def schedule(self, interval: int | timedelta, punctuation_type: PunctuationType, callback: Any) -> Cancellable:
+    def schedule(
+        self, interval: int | timedelta, punctuation_type: PunctuationType, callback: Any
+    ) -> Cancellable:
         raise AssertionError("stores never schedule")
 
     def get_state_store(self, name: str) -> StateStore:
