@@ -193,8 +193,7 @@ def _download(url: str, dest: Path, timeout: float = 60.0) -> None:
             shutil.copyfileobj(resp, out, length=1 << 20)
     except (urllib.error.URLError, OSError) as exc:
         raise ArtifactResolutionError(
-            f"could not download {url}: {exc}. The first run needs Maven Central; "
-            "later runs use the cache."
+            f"could not download {url}: {exc}. The first run needs Maven Central; later runs use the cache."
         ) from exc
 
 

@@ -459,8 +459,16 @@ class LocalKafka:
 
     def delete_topic(self, name: str, *, timeout: float = 30.0) -> None:
         """Delete a topic and wait for the broker to confirm."""
-        futures = self.admin().delete_topics([name], operation_timeout=timeout, request_timeout=timeout)
+        # Keep the client referenced until the result arrives: a collected
+        # AdminClient fails its pending futures with _DESTROY.
+        admin = self.admin()
+        futures = admin.delete_topics([name], operation_timeout=timeout, request_timeout=timeout)
         futures[name].result(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while name in admin.list_topics(timeout=timeout).topics:
+            if time.monotonic() > deadline:
+                raise KafkaStartError(f"topic {name!r} still listed {timeout} s after deletion")
+            time.sleep(0.05)
 
     def list_topics(self) -> list[str]:
         """Names of the topics on the broker, internal ones excluded."""

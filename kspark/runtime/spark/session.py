@@ -34,6 +34,7 @@ __all__ = [
     "REQUIRED_SQL_CONF",
     "ConnectorMissingError",
     "create_spark_session",
+    "spark_settings",
     "use_spark_session",
     "has_kafka_connector",
     "last_startup_seconds",
@@ -132,21 +133,9 @@ def create_spark_session(
     to a log4j2 config at ``log_level``; giving it replaces that.
     """
     global _last_startup
-    conf = dict(conf or {})
-    bad = sorted(k for k in conf if not k.startswith("spark."))
-    if bad:
-        raise ValueError(
-            f"create_spark_session takes only spark.* settings; got {', '.join(bad)} "
-            "(kspark settings belong in the KafkaStreams config)"
-        )
+    settings = spark_settings(conf, log_level=log_level)
     from pyspark.sql import SparkSession  # deferred: pyspark is slow to import
 
-    jars = [str(p) for p in connector_jars()]
-    user_jars = [j for j in conf.pop("spark.jars", "").split(",") if j.strip()]
-    settings = {**DEFAULT_CONF, **conf, "spark.jars": ",".join(jars + user_jars)}
-    settings.setdefault(
-        "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j_file(log_level)}"
-    )
     # Python workers must be this interpreter, the one that has kspark and
     # the user's modules; Spark would otherwise pick whatever `python3` is.
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -167,7 +156,29 @@ def create_spark_session(
         _last_startup = time.monotonic() - started
         _log.info("Spark session started in %.1f s", _last_startup)
     spark.sparkContext.setLogLevel(log_level.upper())
-    return use_spark_session(spark, sql_conf={k: v for k, v in conf.items() if k in REQUIRED_SQL_CONF})
+    overrides = {k: v for k, v in (conf or {}).items() if k in REQUIRED_SQL_CONF}
+    return use_spark_session(spark, sql_conf=overrides)
+
+
+def spark_settings(conf: Mapping[str, str] | None = None, *, log_level: str = "WARN") -> dict[str, str]:
+    """The full ``spark.*`` settings :func:`create_spark_session` starts a session with.
+
+    Resolves the connector jars (downloading them on first use).
+    """
+    conf = dict(conf or {})
+    bad = sorted(k for k in conf if not k.startswith("spark."))
+    if bad:
+        raise ValueError(
+            f"create_spark_session takes only spark.* settings; got {', '.join(bad)} "
+            "(kspark settings belong in the KafkaStreams config)"
+        )
+    jars = [str(p) for p in connector_jars()]
+    user_jars = [j.strip() for j in conf.pop("spark.jars", "").split(",") if j.strip()]
+    settings = {**DEFAULT_CONF, **conf, "spark.jars": ",".join(jars + user_jars)}
+    settings.setdefault(
+        "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j_file(log_level)}"
+    )
+    return settings
 
 
 def has_kafka_connector(spark: SparkSession) -> bool:

@@ -1,0 +1,212 @@
+"""The ``kspark`` command line.
+
+``kspark demo`` runs the pageviews demo; ``kspark run APP.py`` and ``kspark
+describe APP.py`` load an application module; ``kspark dev-kafka`` runs a
+local broker; ``kspark fetch-jars`` fills the JVM jar cache ahead of time.
+
+An application module defines ``topology`` (a :class:`kspark.Topology`, or a
+zero-argument function returning one) and ``config`` (a dict, or a function
+returning one), in the Kafka Streams config names of shared/API.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType, ModuleType
+from typing import Any
+
+from kspark.dev.errors import DevToolsError
+
+__all__ = ["main", "build_parser", "load_app"]
+
+
+class AppError(Exception):
+    """An application module that cannot be loaded or lacks what it must define."""
+
+
+def load_app(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
+    """Import ``path`` and return its ``(topology, config)``.
+
+    The module is imported under its file name, with its directory put on
+    ``sys.path`` and ``PYTHONPATH``: Spark's Python workers must be able to
+    import the user's functions by module name, and a module run as
+    ``__main__`` cannot be.
+    """
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise AppError(f"no such application file: {path}")
+    directory = str(file.parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    existing = os.environ.get("PYTHONPATH", "")
+    if directory not in existing.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (directory, existing) if p)
+    name = file.stem
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise AppError(f"cannot import {file} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return _attr(module, file, "topology"), _config(module, file)
+
+
+def _attr(module: ModuleType, file: Path, name: str) -> Any:
+    if not hasattr(module, name):
+        raise AppError(
+            f"{file} defines no `{name}`; an application module defines `topology` "
+            "(a Topology or a function returning one) and `config` (a dict or a function returning one)"
+        )
+    value = getattr(module, name)
+    if callable(value) and not hasattr(value, "describe"):
+        value = value()
+    return value
+
+
+def _config(module: ModuleType, file: Path) -> dict[str, Any]:
+    config = _attr(module, file, "config")
+    if not isinstance(config, dict):
+        raise AppError(f"`config` in {file} is a {type(config).__name__}, not a dict")
+    return config
+
+
+def _wait_for_signal() -> None:
+    """Block until Ctrl-C or SIGTERM; both end in KeyboardInterrupt."""
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    while True:
+        time.sleep(3600)
+
+
+def _cmd_dev_kafka(args: argparse.Namespace) -> int:
+    from kspark.dev.kafka import LocalKafka
+
+    with LocalKafka(port=args.port, heap=args.heap) as kafka:
+        for spec in args.topic or []:
+            name, _, parts = spec.partition(":")
+            kafka.create_topic(name, partitions=int(parts or 1))
+            print(f"created topic {name} ({int(parts or 1)} partitions)", flush=True)
+        print(f"Kafka {args.kafka_version} is up in {kafka.startup_seconds:.1f} s", flush=True)
+        print(f"bootstrap.servers={kafka.bootstrap_servers}", flush=True)
+        print(f"broker log: {kafka.log_path}", flush=True)
+        print("Ctrl-C to stop", flush=True)
+        try:
+            _wait_for_signal()
+        except KeyboardInterrupt:
+            print("\nstopping Kafka", flush=True)
+    return 0
+
+
+def _cmd_fetch_jars(args: argparse.Namespace) -> int:
+    from kspark.dev import jars
+
+    names = sorted(jars.BUNDLES) if args.all else (args.bundles or list(jars.DEFAULT_BUNDLES))
+    for name in names:
+        cached = jars.is_resolved(name)
+        paths = jars.resolve_bundle(name, log=lambda m: print(m, file=sys.stderr, flush=True))
+        size = sum(p.stat().st_size for p in paths) / 1e6
+        state = "cached" if cached else "fetched"
+        print(f"{name}: {len(paths)} jars, {size:.1f} MB, {state} in {jars.bundle_dir(name)}")
+    return 0
+
+
+def _cmd_describe(args: argparse.Namespace) -> int:
+    topology, _config = load_app(args.app)
+    print(topology.describe())
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    topology, config = load_app(args.app)
+    from kspark import KafkaStreams
+
+    app = KafkaStreams(topology, config)
+    app.start()
+    print(f"{config.get('application.id', args.app)} running; Ctrl-C to stop", flush=True)
+    try:
+        _wait_for_signal()
+    except KeyboardInterrupt:
+        print("\nclosing", flush=True)
+    finally:
+        app.close()
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from kspark.dev.demo import run_demo
+
+    return run_demo(events=args.events, timeout=args.timeout, exactly_once=args.exactly_once)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kspark.dev.jars import BUNDLES
+
+    parser = argparse.ArgumentParser(
+        prog="kspark",
+        description="Kafka Streams' programming model for Python, on Spark Structured Streaming.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("demo", help="run the pageviews demo on a local Kafka and Spark")
+    p.add_argument("--events", type=int, default=400, help="pageview events to produce (default 400)")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the output")
+    p.add_argument("--exactly-once", action="store_true", help="processing.guarantee=exactly_once_v2")
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("run", help="run an application module on Spark until Ctrl-C")
+    p.add_argument("app", metavar="APP.py")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("describe", help="print an application's topology")
+    p.add_argument("app", metavar="APP.py")
+    p.set_defaults(func=_cmd_describe)
+
+    broker = BUNDLES["kafka-broker"].version
+    p = sub.add_parser("dev-kafka", help=f"run a local Apache Kafka {broker} broker until Ctrl-C")
+    p.add_argument("--port", type=int, default=None, help="listener port (default: a free one)")
+    p.add_argument("--heap", default="512m", help="broker JVM heap, -Xmx (default 512m)")
+    p.add_argument(
+        "--topic", action="append", metavar="NAME[:PARTITIONS]", help="create a topic (repeatable)"
+    )
+    p.set_defaults(func=_cmd_dev_kafka, kafka_version=broker)
+
+    p = sub.add_parser("fetch-jars", help="download the JVM jar bundles into the cache now")
+    p.add_argument(
+        "bundles",
+        nargs="*",
+        metavar="BUNDLE",
+        help=f"bundles to fetch (default: kafka-broker spark-kafka-connector; "
+        f"known: {', '.join(sorted(BUNDLES))})",
+    )
+    p.add_argument("--all", action="store_true", help="fetch every bundle, kafka-streams included")
+    p.set_defaults(func=_cmd_fetch_jars)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kspark`` console script."""
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except (DevToolsError, AppError) as exc:
+        print(f"kspark: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The SparkSession factory: settings, the Kafka connector on the classpath, checks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from kspark.dev import LocalKafka
+from kspark.runtime.spark import session as session_mod
+from kspark.runtime.spark.jars import connector_package
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def test_settings_defaults_and_connector_jars() -> None:
+    s = session_mod.spark_settings()
+    assert s["spark.master"] == "local[*]"
+    assert s["spark.ui.enabled"] == "false"
+    assert s["spark.sql.shuffle.partitions"] == "4"
+    assert s["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
+    assert s["spark.sql.streaming.statefulOperator.checkCorrectness.enabled"] == "false"
+    assert s["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+    assert s["spark.sql.execution.arrow.pyspark.enabled"] == "true"
+    assert "spark.jars.packages" not in s
+    jars = s["spark.jars"].split(",")
+    assert any(j.endswith("spark-sql-kafka-0-10_2.13-4.2.0.jar") for j in jars)
+    assert "log4j2.configurationFile" in s["spark.driver.extraJavaOptions"]
+
+
+def test_settings_user_keys_override_and_jars_add() -> None:
+    s = session_mod.spark_settings(
+        {"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "true", "spark.jars": "/x/extra.jar"}
+    )
+    assert s["spark.sql.shuffle.partitions"] == "8"
+    assert s["spark.ui.enabled"] == "true"
+    jars = s["spark.jars"].split(",")
+    assert jars[-1] == "/x/extra.jar"
+    assert len(jars) == 5
+
+
+def test_non_spark_keys_are_rejected_by_name() -> None:
+    with pytest.raises(ValueError, match=r"application\.id"):
+        session_mod.spark_settings({"application.id": "x", "spark.master": "local[1]"})
+
+
+def test_connector_package_names_the_maven_coordinate() -> None:
+    assert connector_package("4.2.0") == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_session_reads_and_writes_kafka_with_the_connector(
+    spark: SparkSession, kafka: LocalKafka, topic_factory: Callable[..., str]
+) -> None:
+    import os
+
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert spark.conf.get("spark.sql.streaming.statefulOperator.checkCorrectness.enabled") == "false"
+    assert session_mod.has_kafka_connector(spark)
+    src = topic_factory("spark-in", partitions=2)
+    dst = topic_factory("spark-out")
+    kafka.produce(src, [(b"k%d" % i, b"v%d" % i, 1_000 + i, i % 2) for i in range(20)])
+    df = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", src)
+        .load()
+    )
+    rows = df.selectExpr("CAST(key AS STRING) AS k", "partition", "offset").collect()
+    assert sorted(r.k for r in rows) == sorted(f"k{i}" for i in range(20))
+    assert {r.partition for r in rows} == {0, 1}
+    # toPandas goes through Arrow, which the factory turns on.
+    upper = df.selectExpr("CAST(value AS STRING) AS v").toPandas()["v"].str.upper()
+    assert sorted(upper) == sorted(f"V{i}" for i in range(20))
+    df.selectExpr("key", "value").write.format("kafka").option(
+        "kafka.bootstrap.servers", kafka.bootstrap_servers
+    ).option("topic", dst).save()
+    assert len(kafka.consume_all(dst)) == 20
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_user_session_without_connector_gets_a_clear_error() -> None:
+    # Needs its own JVM without the connector, hence a subprocess.
+    code = textwrap.dedent(
+        """
+        from pyspark.sql import SparkSession
+        from kspark.runtime.spark.session import ConnectorMissingError, use_spark_session
+        spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+        try:
+            use_spark_session(spark)
+        except ConnectorMissingError as exc:
+            print("ERROR:", exc)
+        else:
+            print("NO ERROR")
+        spark.stop()
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ERROR:" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0" in proc.stdout
