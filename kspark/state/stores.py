@@ -11,12 +11,11 @@ store's order (window start, then key) rather than RocksDB's segment order.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
-from kspark.serde.api import Serde
 from kspark.state.internals.builders import (
     KeyValueBytesStoreSupplier,
     KeyValueStoreBuilder,
+    SerdeSpec,
     SessionBytesStoreSupplier,
     SessionStoreBuilder,
     TimestampedKeyValueStoreBuilder,
@@ -79,31 +78,31 @@ class Stores:
 
     @staticmethod
     def key_value_store_builder(
-        supplier: KeyValueBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+        supplier: KeyValueBytesStoreSupplier, key_serde: SerdeSpec, value_serde: SerdeSpec
     ) -> KeyValueStoreBuilder:
         """A builder of a typed key-value store; a ``None`` serde means the config's default."""
         return KeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def timestamped_key_value_store_builder(
-        supplier: KeyValueBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+        supplier: KeyValueBytesStoreSupplier, key_serde: SerdeSpec, value_serde: SerdeSpec
     ) -> TimestampedKeyValueStoreBuilder:
         return TimestampedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def window_store_builder(
-        supplier: WindowBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+        supplier: WindowBytesStoreSupplier, key_serde: SerdeSpec, value_serde: SerdeSpec
     ) -> WindowStoreBuilder:
         return WindowStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def timestamped_window_store_builder(
-        supplier: WindowBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+        supplier: WindowBytesStoreSupplier, key_serde: SerdeSpec, value_serde: SerdeSpec
     ) -> TimestampedWindowStoreBuilder:
         return TimestampedWindowStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def session_store_builder(
-        supplier: SessionBytesStoreSupplier, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None
+        supplier: SessionBytesStoreSupplier, key_serde: SerdeSpec, value_serde: SerdeSpec
     ) -> SessionStoreBuilder:
         return SessionStoreBuilder(supplier, key_serde, value_serde)

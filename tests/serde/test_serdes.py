@@ -196,7 +196,7 @@ def test_from_name_unknown_lists_choices() -> None:
 
 def test_serde_equality_and_repr() -> None:
     assert Serdes.String() == Serdes.String()
-    assert Serdes.String() != Serdes.Long()
+    assert Serdes.String() != Serdes.Long()  # type: ignore[comparison-overlap]
     assert repr(Serdes.Long()) == "Serdes.Long()"
     assert Serdes.from_name("json") == Serdes.JSON()
 

@@ -64,7 +64,7 @@ def test_none_and_empty() -> None:
 
 def test_errors() -> None:
     with pytest.raises(SerializationException, match="expected Windowed"):
-        Serdes.time_windowed(Serdes.String(), 10).serializer().serialize("t", "k")
+        Serdes.time_windowed(Serdes.String(), 10).serializer().serialize("t", "k")  # type: ignore[arg-type]
     with pytest.raises(SerializationException, match="at least 8 bytes"):
         Serdes.time_windowed(Serdes.String(), 10).deserializer().deserialize("t", b"abc")
     with pytest.raises(SerializationException, match="at least 16 bytes"):

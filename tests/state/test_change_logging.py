@@ -85,11 +85,11 @@ def test_restore_callback_rebuilds_state_without_logging() -> None:
         Stores.timestamped_key_value_store_builder(Stores.in_memory_key_value_store("t"), None, None), ctx
     )
     ((root, restore),) = ctx.registered
-    assert root is store
     restore([(b"a", b"1", 10), (b"b", b"2", 11), (b"b", None, 12)])
     assert store.get("a") == ValueAndTimestamp("1", 10)
     assert store.get("b") is None
     assert ctx.logged == []
+    assert root is store
 
 
 def test_window_and_session_restore() -> None:

@@ -54,12 +54,13 @@ class Model:
 
     def live(self) -> list[tuple[int, bytes, str]]:
         min_live = self.observed - RETENTION + 1
-        out = []
+        out: list[tuple[int, bytes, str, int]] = []
         for (start, kb), vals in self.records.items():
             if start >= min_live:
-                out.extend((start, kb, v, seq) for seq, v in vals)  # type: ignore[misc]
-        out.sort(key=lambda r: (r[0], r[1] + r[3].to_bytes(4, "big") if self.dups else r[1]))  # type: ignore[misc]
-        return [(s, kb, v) for s, kb, v, _ in out]  # type: ignore[misc]
+                out.extend((start, kb, v, seq) for seq, v in vals)
+        # duplicates sort by key + 4-byte sequence number, as the store's key bytes do
+        out.sort(key=lambda r: (r[0], r[1] + r[3].to_bytes(4, "big") if self.dups else r[1]))
+        return [(s, kb, v) for s, kb, v, _ in out]
 
 
 ops = st.lists(

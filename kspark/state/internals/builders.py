@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from kspark.serde.api import Serde
-from kspark.state.api import StateStore, StoreBuilder
+from kspark.state.api import StoreBuilder
 from kspark.state.internals.change_logging import (
     ChangeLoggingKeyValueBytesStore,
     ChangeLoggingSessionBytesStore,
@@ -30,9 +30,11 @@ from kspark.state.internals.metered import (
     MeteredTimestampedKeyValueStore,
     MeteredTimestampedWindowStore,
     MeteredWindowStore,
+    _MeteredStore,
 )
 
 __all__ = [
+    "SerdeSpec",
     "KeyValueBytesStoreSupplier",
     "WindowBytesStoreSupplier",
     "SessionBytesStoreSupplier",
@@ -45,6 +47,11 @@ __all__ = [
 ]
 
 LOG = logging.getLogger(__name__)
+
+_M = TypeVar("_M", bound=_MeteredStore)
+
+SerdeSpec = Serde[Any] | str | None
+"""A serde, a config serde name (``"string"``...), or ``None`` for the config default."""
 
 
 def millis(value: int | timedelta, what: str) -> int:
@@ -162,7 +169,7 @@ class SessionBytesStoreSupplier:
 
 
 class _AbstractStoreBuilder(StoreBuilder[Any, Any]):
-    def __init__(self, supplier: Any, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> None:
+    def __init__(self, supplier: Any, key_serde: SerdeSpec, value_serde: SerdeSpec) -> None:
         if supplier is None:
             raise ValueError("supplier cannot be null")
         self.supplier = supplier
@@ -177,20 +184,20 @@ class _AbstractStoreBuilder(StoreBuilder[Any, Any]):
         name: str = self.supplier.name
         return name
 
-    def with_caching_enabled(self) -> _AbstractStoreBuilder:
+    def with_caching_enabled(self) -> Self:
         self._caching = True
         return self
 
-    def with_caching_disabled(self) -> _AbstractStoreBuilder:
+    def with_caching_disabled(self) -> Self:
         self._caching = False
         return self
 
-    def with_logging_enabled(self, config: dict[str, str] | None = None) -> _AbstractStoreBuilder:
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> Self:
         self._logging = True
         self._log_config = dict(config or {})
         return self
 
-    def with_logging_disabled(self) -> _AbstractStoreBuilder:
+    def with_logging_disabled(self) -> Self:
         self._logging = False
         self._log_config = {}
         return self
@@ -204,10 +211,10 @@ class _AbstractStoreBuilder(StoreBuilder[Any, Any]):
     def log_config(self) -> dict[str, str]:
         return dict(self._log_config)
 
-    def _finish(self, store: Any, caching: bool) -> StateStore:
+    @staticmethod
+    def _finish(store: _M, caching: bool) -> _M:
         store.caching_enabled = caching
-        result: StateStore = store
-        return result
+        return store
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, logging={self._logging}, caching={self._caching})"
@@ -219,7 +226,7 @@ class KeyValueStoreBuilder(_AbstractStoreBuilder):
     _metered: type[MeteredKeyValueStore] = MeteredKeyValueStore
     _timestamped = False
 
-    def build(self) -> StateStore:
+    def build(self) -> MeteredKeyValueStore:
         inner: Any = self.supplier.get()
         if self._logging:
             inner = ChangeLoggingKeyValueBytesStore(inner, timestamped=self._timestamped)
@@ -239,7 +246,7 @@ class WindowStoreBuilder(_AbstractStoreBuilder):
     _metered: type[MeteredWindowStore] = MeteredWindowStore
     _timestamped = False
 
-    def build(self) -> StateStore:
+    def build(self) -> MeteredWindowStore:
         retain_duplicates: bool = self.supplier.retain_duplicates()
         inner: Any = self.supplier.get()
         if self._logging:
@@ -267,7 +274,7 @@ class TimestampedWindowStoreBuilder(WindowStoreBuilder):
 class SessionStoreBuilder(_AbstractStoreBuilder):
     """Builds a typed session store."""
 
-    def build(self) -> StateStore:
+    def build(self) -> MeteredSessionStore:
         inner: Any = self.supplier.get()
         if self._logging:
             inner = ChangeLoggingSessionBytesStore(inner)

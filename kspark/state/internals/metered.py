@@ -48,6 +48,7 @@ __all__ = [
     "MeteredTimestampedWindowStore",
     "MeteredSessionStore",
     "innermost",
+    "RestoreRecord",
 ]
 
 _TS = struct.Struct(">q")
@@ -133,7 +134,9 @@ class _MeteredStore(StateStore):
 
     _timestamped = False
 
-    def __init__(self, wrapped: Any, key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> None:
+    def __init__(
+        self, wrapped: Any, key_serde: Serde[Any] | str | None, value_serde: Serde[Any] | str | None
+    ) -> None:
         self.wrapped = wrapped
         self._key_serde_spec = key_serde
         self._value_serde_spec = value_serde
