@@ -22,6 +22,11 @@ from sortedcontainers import SortedDict
 
 from kspark.errors import StreamsException, TopologyException
 from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.value_getters import (
+    KTableProcessorSupplier,
+    KTableValueGetter,
+    KTableValueGetterSupplier,
+)
 from kspark.kstream.suppressed import BufferFullStrategy, Suppressed, TimeDefinition
 from kspark.kstream.windowed import SessionWindow, Windowed
 from kspark.processor.api import Headers, Processor, ProcessorContext, Record
@@ -201,7 +206,39 @@ class TimeOrderedKeyValueBufferBuilder(StoreBuilder[Any, Any]):
         return dict(self._log_config)
 
 
-class KTableSuppressProcessorSupplier:
+class _SuppressedValueGetter(KTableValueGetter):
+    """Reads the suppressed view: the prior value of a buffered key, else the parent's value."""
+
+    def __init__(self, parent: KTableValueGetter, store_name: str) -> None:
+        self._parent = parent
+        self._store_name = store_name
+        self._buffer: TimeOrderedKeyValueBuffer = None  # type: ignore[assignment]
+
+    def init(self, context: ProcessorContext) -> None:
+        self._parent.init(context)
+        self._buffer = context.get_state_store(self._store_name)  # type: ignore[assignment]
+
+    def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
+        buffered, prior = self._buffer.prior_value_for_buffered(key)
+        return prior if buffered else self._parent.get(key)
+
+    def close(self) -> None:
+        self._parent.close()
+
+
+class _SuppressedValueGetterSupplier(KTableValueGetterSupplier):
+    def __init__(self, parent: KTableValueGetterSupplier, store_name: str) -> None:
+        self._parent = parent
+        self._store_name = store_name
+
+    def get(self) -> KTableValueGetter:
+        return _SuppressedValueGetter(self._parent.get(), self._store_name)
+
+    def store_names(self) -> list[str]:
+        return [self._store_name, *self._parent.store_names()]
+
+
+class KTableSuppressProcessorSupplier(KTableProcessorSupplier):
     """Supplier of the suppression processor; ``wait_ms`` is resolved when the node is built."""
 
     def __init__(self, suppressed: Suppressed, store_name: str, wait_ms: int) -> None:
@@ -210,8 +247,13 @@ class KTableSuppressProcessorSupplier:
         self.wait_ms = wait_ms
         self.parent_value_getter_supplier: Any = None
 
-    def enable_sending_old_values(self, force_materialization: bool = False) -> bool:
+    def enable_send_old_values(self, force_materialization: bool = False) -> bool:
         return True
+
+    def view(self) -> KTableValueGetterSupplier:
+        if self.parent_value_getter_supplier is None:
+            raise TopologyException(f"the table upstream of {self.store_name} cannot be read")
+        return _SuppressedValueGetterSupplier(self.parent_value_getter_supplier(), self.store_name)
 
     def __call__(self) -> Processor[Any, Any]:
         return _KTableSuppressProcessor(self)
