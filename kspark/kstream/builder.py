@@ -63,7 +63,9 @@ class StreamsBuilder:
                 raise ValueError("StreamsBuilder.stream: topics can't be empty")
         return self._internal.stream(topic_list, _check_consumed(consumed, "StreamsBuilder.stream"))
 
-    def table(self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None) -> KTable:
+    def table(
+        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+    ) -> KTable:
         """A table of the latest value per key of a topic."""
         _check_topic(topic, "StreamsBuilder.table")
         c = _check_consumed(consumed, "StreamsBuilder.table")

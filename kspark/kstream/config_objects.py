@@ -43,10 +43,12 @@ def _validate_name(name: str | None, what: str) -> str | None:
     if not name:
         raise ValueError(f"{what} name is illegal, it can't be empty")
     if len(name) > _MAX_NAME_LENGTH:
-        raise ValueError(f"{what} name is illegal, it can't be longer than {_MAX_NAME_LENGTH} characters, name: {name}")
+        raise ValueError(
+            f"{what} name is illegal, it can't be longer than {_MAX_NAME_LENGTH} characters, name: {name}"
+        )
     if not _LEGAL_NAME.match(name):
         raise ValueError(
-            f"{what} name \"{name}\" is illegal, it contains a character other than "
+            f'{what} name "{name}" is illegal, it contains a character other than '
             "ASCII alphanumerics, '.', '_' and '-'"
         )
     return name
@@ -89,8 +91,15 @@ class Consumed:
 
     def __post_init__(self) -> None:
         _validate_name(self.name, "Consumed")
-        if self.offset_reset not in (None, AutoOffsetReset.EARLIEST, AutoOffsetReset.LATEST, AutoOffsetReset.NONE):
-            raise ValueError(f"Consumed offset_reset must be 'earliest', 'latest' or 'none', got {self.offset_reset!r}")
+        if self.offset_reset not in (
+            None,
+            AutoOffsetReset.EARLIEST,
+            AutoOffsetReset.LATEST,
+            AutoOffsetReset.NONE,
+        ):
+            raise ValueError(
+                f"Consumed offset_reset must be 'earliest', 'latest' or 'none', got {self.offset_reset!r}"
+            )
 
     @staticmethod
     def with_(key_serde: Any = None, value_serde: Any = None, **kwargs: Any) -> Consumed:
@@ -129,7 +138,9 @@ class Produced:
         _validate_name(self.name, "Produced")
 
     @staticmethod
-    def with_(key_serde: Any = None, value_serde: Any = None, partitioner: Callable[..., Any] | None = None) -> Produced:
+    def with_(
+        key_serde: Any = None, value_serde: Any = None, partitioner: Callable[..., Any] | None = None
+    ) -> Produced:
         return Produced(key_serde=key_serde, value_serde=value_serde, partitioner=partitioner)
 
     @staticmethod
@@ -265,8 +276,16 @@ class Joined:
         _validate_name(self.name, "Joined")
 
     @staticmethod
-    def with_(key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None, *, name: str | None = None) -> Joined:
-        return Joined(key_serde=key_serde, value_serde=value_serde, other_value_serde=other_value_serde, name=name)
+    def with_(
+        key_serde: Any = None,
+        value_serde: Any = None,
+        other_value_serde: Any = None,
+        *,
+        name: str | None = None,
+    ) -> Joined:
+        return Joined(
+            key_serde=key_serde, value_serde=value_serde, other_value_serde=other_value_serde, name=name
+        )
 
     @staticmethod
     def as_(name: str) -> Joined:
@@ -354,8 +373,9 @@ class Repartitioned:
 
     def __post_init__(self) -> None:
         _validate_name(self.name, "Repartitioned")
-        if self.partitions is not None and (isinstance(self.partitions, bool) or not isinstance(self.partitions, int)
-                                            or self.partitions <= 0):
+        if self.partitions is not None and (
+            isinstance(self.partitions, bool) or not isinstance(self.partitions, int) or self.partitions <= 0
+        ):
             raise ValueError(f"Repartitioned partitions must be a positive int, got {self.partitions!r}")
 
     @staticmethod

@@ -10,7 +10,9 @@ __all__ = ["GlobalKTable"]
 class GlobalKTable:
     """A global table; ``_value_getter_supplier`` reads its (always materialized) store."""
 
-    def __init__(self, value_getter_supplier: KTableValueGetterSupplier, queryable_store_name: str | None) -> None:
+    def __init__(
+        self, value_getter_supplier: KTableValueGetterSupplier, queryable_store_name: str | None
+    ) -> None:
         self._value_getter_supplier = value_getter_supplier
         self._queryable_store_name = queryable_store_name
 

@@ -21,7 +21,11 @@ from kspark.kstream.internals.functions import require_callable
 from kspark.kstream.internals.graph import GraphNode
 from kspark.kstream.internals.grouped_stream_aggregate_builder import GroupedStreamAggregateBuilder
 from kspark.kstream.internals.ktable_processors import KStreamAggregate, KStreamReduce
-from kspark.kstream.internals.materialize import KeyValueStoreMaterializer, MaterializedInternal, materialized_internal
+from kspark.kstream.internals.materialize import (
+    KeyValueStoreMaterializer,
+    MaterializedInternal,
+    materialized_internal,
+)
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
@@ -40,7 +44,9 @@ def _long_serde() -> Any:
     return Serdes.Long()
 
 
-def _split(named: Named | str | Materialized | None, materialized: Materialized | None) -> tuple[str | None, Materialized | None]:
+def _split(
+    named: Named | str | Materialized | None, materialized: Materialized | None
+) -> tuple[str | None, Materialized | None]:
     if isinstance(named, Materialized):
         return None, named
     if isinstance(named, Named):
@@ -77,7 +83,9 @@ class KGroupedStream:
     def __repr__(self) -> str:
         return f"KGroupedStream({self._name})"
 
-    def count(self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None) -> KTable:
+    def count(
+        self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None
+    ) -> KTable:
         name, materialized = _split(named, materialized)
         if materialized is not None and materialized.name is None:
             # Kafka burns a store name here, so numbering stays compatible
@@ -91,7 +99,9 @@ class KGroupedStream:
         return self._do_aggregate(supplier, name or self._builder.new_processor_name(AGGREGATE_NAME), m)
 
     def reduce(
-        self, reducer: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        self,
+        reducer: Callable[[Any, Any], Any],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(reducer, "reducer", "KGroupedStream.reduce")
@@ -105,8 +115,11 @@ class KGroupedStream:
         return self._do_aggregate(supplier, name or self._builder.new_processor_name(REDUCE_NAME), m)
 
     def aggregate(
-        self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
-        named: Named | str | Materialized | None = None, materialized: Materialized | None = None,
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(initializer, "initializer", "KGroupedStream.aggregate")
         require_callable(aggregator, "aggregator", "KGroupedStream.aggregate")

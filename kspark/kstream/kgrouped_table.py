@@ -13,9 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.config_objects import Grouped, Materialized, Named
 from kspark.kstream.internals.functions import require_callable
-from kspark.kstream.internals.graph import GraphNode, GroupedTableOperationRepartitionNode, ProcessorParameters, StatefulProcessorNode
+from kspark.kstream.internals.graph import (
+    GraphNode,
+    GroupedTableOperationRepartitionNode,
+    ProcessorParameters,
+    StatefulProcessorNode,
+)
 from kspark.kstream.internals.ktable_processors import KTableAggregate, KTableReduce
-from kspark.kstream.internals.materialize import KeyValueStoreMaterializer, MaterializedInternal, materialized_internal
+from kspark.kstream.internals.materialize import (
+    KeyValueStoreMaterializer,
+    MaterializedInternal,
+    materialized_internal,
+)
 from kspark.kstream.internals.repartition import REPARTITION_TOPIC_SUFFIX
 from kspark.kstream.kgrouped_stream import _long_serde, _split
 
@@ -34,7 +43,11 @@ class KGroupedTable:
     """A table grouped by a new key (Kafka Streams' ``KGroupedTable``)."""
 
     def __init__(
-        self, builder: InternalStreamsBuilder, name: str, sub_topology_source_nodes: set[str], grouped: Grouped,
+        self,
+        builder: InternalStreamsBuilder,
+        name: str,
+        sub_topology_source_nodes: set[str],
+        grouped: Grouped,
         graph_node: GraphNode,
     ) -> None:
         self._builder = builder
@@ -49,19 +62,26 @@ class KGroupedTable:
     def __repr__(self) -> str:
         return f"KGroupedTable({self._name})"
 
-    def count(self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None) -> KTable:
+    def count(
+        self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None
+    ) -> KTable:
         name, materialized = _split(named, materialized)
         m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde
         if m.value_serde is None:
             m.value_serde = _long_serde()
-        supplier = KTableAggregate(m.store_name, lambda: 0, lambda _k, _v, agg: agg + 1, lambda _k, _v, agg: agg - 1)
+        supplier = KTableAggregate(
+            m.store_name, lambda: 0, lambda _k, _v, agg: agg + 1, lambda _k, _v, agg: agg - 1
+        )
         return self._do_aggregate(supplier, name, AGGREGATE_NAME, m)
 
     def reduce(
-        self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
-        named: Named | str | Materialized | None = None, materialized: Materialized | None = None,
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        named: Named | str | Materialized | None = None,
+        materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(adder, "adder", "KGroupedTable.reduce")
         require_callable(subtractor, "subtractor", "KGroupedTable.reduce")
@@ -74,8 +94,11 @@ class KGroupedTable:
         return self._do_aggregate(KTableReduce(m.store_name, adder, subtractor), name, REDUCE_NAME, m)
 
     def aggregate(
-        self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
-        subtractor: Callable[[Any, Any, Any], Any], named: Named | str | Materialized | None = None,
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(initializer, "initializer", "KGroupedTable.aggregate")
@@ -85,7 +108,9 @@ class KGroupedTable:
         m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde
-        return self._do_aggregate(KTableAggregate(m.store_name, initializer, adder, subtractor), name, AGGREGATE_NAME, m)
+        return self._do_aggregate(
+            KTableAggregate(m.store_name, initializer, adder, subtractor), name, AGGREGATE_NAME, m
+        )
 
     def _do_aggregate(
         self, supplier: KTableProcessorSupplier, name: str | None, prefix: str, m: MaterializedInternal
@@ -102,7 +127,18 @@ class KGroupedTable:
             )
         self._builder.add_graph_node(self._graph_node, self._repartition_node)
         node = StatefulProcessorNode(
-            func_name, ProcessorParameters(supplier, func_name), store_factories=[KeyValueStoreMaterializer(m)]
+            func_name,
+            ProcessorParameters(supplier, func_name),
+            store_factories=[KeyValueStoreMaterializer(m)],
         )
         self._builder.add_graph_node(self._repartition_node, node)
-        return KTable(func_name, m.key_serde, m.value_serde, {source_name}, m.queryable_store_name, supplier, node, self._builder)
+        return KTable(
+            func_name,
+            m.key_serde,
+            m.value_serde,
+            {source_name},
+            m.queryable_store_name,
+            supplier,
+            node,
+            self._builder,
+        )

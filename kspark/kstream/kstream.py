@@ -138,9 +138,17 @@ class KStream:
         self._builder.add_graph_node(self._graph_node, node)
         return node
 
-    def _derive(self, node: GraphNode, key_serde: Any, value_serde: Any, repartition_required: bool) -> KStream:
+    def _derive(
+        self, node: GraphNode, key_serde: Any, value_serde: Any, repartition_required: bool
+    ) -> KStream:
         return KStream(
-            node.node_name, key_serde, value_serde, self._sub_topology_source_nodes, repartition_required, node, self._builder
+            node.node_name,
+            key_serde,
+            value_serde,
+            self._sub_topology_source_nodes,
+            repartition_required,
+            node,
+            self._builder,
         )
 
     # -- stateless -----------------------------------------------------------
@@ -180,12 +188,18 @@ class KStream:
         node = self._add_processor(self._name_or(named, MAPVALUES_NAME), supplier, value_changing=True)
         return self._derive(node, self._key_serde, None, self._repartition_required)
 
-    def flat_map(self, mapper: Callable[[Any, Any], Iterable[Any]], named: Named | str | None = None) -> KStream:
+    def flat_map(
+        self, mapper: Callable[[Any, Any], Iterable[Any]], named: Named | str | None = None
+    ) -> KStream:
         require_callable(mapper, "mapper", "KStream.flat_map")
-        node = self._add_processor(self._name_or(named, FLATMAP_NAME), KStreamFlatMap(mapper), key_changing=True)
+        node = self._add_processor(
+            self._name_or(named, FLATMAP_NAME), KStreamFlatMap(mapper), key_changing=True
+        )
         return self._derive(node, None, None, True)
 
-    def flat_map_values(self, mapper: Callable[..., Iterable[Any]], named: Named | str | None = None) -> KStream:
+    def flat_map_values(
+        self, mapper: Callable[..., Iterable[Any]], named: Named | str | None = None
+    ) -> KStream:
         require_callable(mapper, "mapper", "KStream.flat_map_values")
         supplier = KStreamFlatMapValues(with_key(mapper, 1))
         node = self._add_processor(self._name_or(named, FLATMAPVALUES_NAME), supplier, value_changing=True)
@@ -233,7 +247,13 @@ class KStream:
         key_serde = r.key_serde if r.key_serde is not None else self._key_serde
         value_serde = r.value_serde if r.value_serde is not None else self._value_serde
         node = create_repartitioned_source(
-            self._builder, key_serde, value_serde, name, UnoptimizableRepartitionNode, r.partitioner, r.partitions
+            self._builder,
+            key_serde,
+            value_serde,
+            name,
+            UnoptimizableRepartitionNode,
+            r.partitioner,
+            r.partitions,
         )
         self._builder.add_graph_node(self._graph_node, node)
         return KStream(node.node_name, key_serde, value_serde, {node.node_name}, False, node, self._builder)
@@ -257,17 +277,24 @@ class KStream:
                 raise TypeError(f"{operation}: state store names must be str, got {s!r}")
         return list(store_names)
 
-    def process(self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None) -> KStream:
+    def process(
+        self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
+    ) -> KStream:
         require_callable(supplier, "processor supplier", "KStream.process")
         stores = self._check_stores(store_names, "KStream.process")
         name = self._name_or(named, PROCESSOR_NAME)
         node = StatefulProcessorNode(
-            name, ProcessorParameters(supplier, name), store_factories=_supplier_stores(supplier), store_names=stores
+            name,
+            ProcessorParameters(supplier, name),
+            store_factories=_supplier_stores(supplier),
+            store_names=stores,
         )
         self._builder.add_graph_node(self._graph_node, node)
         return self._derive(node, None, None, True)
 
-    def process_values(self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None) -> KStream:
+    def process_values(
+        self, supplier: Callable[[], Any], *store_names: str, named: Named | str | None = None
+    ) -> KStream:
         require_callable(supplier, "processor supplier", "KStream.process_values")
         stores = self._check_stores(store_names, "KStream.process_values")
         name = self._name_or(named, PROCESSVALUES_NAME)
@@ -293,10 +320,17 @@ class KStream:
             g.value_serde if g.value_serde is not None else self._value_serde,
         )
         return KGroupedStream(
-            self._name, self._sub_topology_source_nodes, g, self._repartition_required, self._graph_node, self._builder
+            self._name,
+            self._sub_topology_source_nodes,
+            g,
+            self._repartition_required,
+            self._graph_node,
+            self._builder,
         )
 
-    def group_by(self, key_selector: Callable[[Any, Any], Any], grouped: Grouped | None = None) -> KGroupedStream:
+    def group_by(
+        self, key_selector: Callable[[Any, Any], Any], grouped: Grouped | None = None
+    ) -> KGroupedStream:
         from kspark.kstream.kgrouped_stream import KGroupedStream
 
         require_callable(key_selector, "key_selector", "KStream.group_by")
@@ -322,14 +356,18 @@ class KStream:
         parent = self._graph_node
         sources = self._sub_topology_source_nodes
         if self._repartition_required:
-            rnode = create_repartitioned_source(self._builder, key_serde, value_serde, name, OptimizableRepartitionNode)
+            rnode = create_repartitioned_source(
+                self._builder, key_serde, value_serde, name, OptimizableRepartitionNode
+            )
             self._builder.add_graph_node(parent, rnode)
             parent = rnode
             sources = {rnode.node_name}
         supplier = KTableSource(m.store_name, m.queryable_store_name)
         node = StreamToTableNode(name, ProcessorParameters(supplier, name), KeyValueStoreMaterializer(m))
         self._builder.add_graph_node(parent, node)
-        return KTable(name, key_serde, value_serde, sources, m.queryable_store_name, supplier, node, self._builder)
+        return KTable(
+            name, key_serde, value_serde, sources, m.queryable_store_name, supplier, node, self._builder
+        )
 
     # -- joins ---------------------------------------------------------------
 
@@ -348,7 +386,9 @@ class KStream:
             raise TypeError(f"KStream.outer_join needs a KStream, got {other!r}")
         return self._join_dispatch("outer", other, args, kwargs)
 
-    def _join_dispatch(self, join_type: str, other: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> KStream:
+    def _join_dispatch(
+        self, join_type: str, other: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> KStream:
         from kspark.kstream.global_ktable import GlobalKTable
         from kspark.kstream.ktable import KTable
 
@@ -381,12 +421,20 @@ class KStream:
         key_serde = key_serde if key_serde is not None else self._key_serde
         value_serde = value_serde if value_serde is not None else self._value_serde
         # the names are drawn each time to keep numbering identical to Kafka
-        node = create_repartitioned_source(self._builder, key_serde, value_serde, repartition_name, OptimizableRepartitionNode)
+        node = create_repartitioned_source(
+            self._builder, key_serde, value_serde, repartition_name, OptimizableRepartitionNode
+        )
         if self._repartition_node is None or self._name != repartition_name:
             self._repartition_node = node
             self._builder.add_graph_node(self._graph_node, node)
         return KStream(
-            node.node_name, key_serde, value_serde, {node.node_name}, False, self._repartition_node, self._builder
+            node.node_name,
+            key_serde,
+            value_serde,
+            {node.node_name},
+            False,
+            self._repartition_node,
+            self._builder,
         )
 
     def _ensure_copartition_with(self, others: Iterable[Any]) -> set[str]:
@@ -397,7 +445,12 @@ class KStream:
         return sources
 
     def _join_table(
-        self, table: KTable, joiner: Callable[..., Any], joined: Joined | None = None, *, left: bool,
+        self,
+        table: KTable,
+        joiner: Callable[..., Any],
+        joined: Joined | None = None,
+        *,
+        left: bool,
         named: Named | str | None = None,
     ) -> KStream:
         op = "KStream.left_join" if left else "KStream.join"
@@ -410,12 +463,16 @@ class KStream:
             stream = self._repartition_for_join(j.name or self._name, j.key_serde, j.value_serde)
         return stream._do_stream_table_join(table, with_key(joiner, 2), j, left)
 
-    def _do_stream_table_join(self, table: KTable, joiner: Callable[..., Any], joined: Joined, left: bool) -> KStream:
+    def _do_stream_table_join(
+        self, table: KTable, joiner: Callable[..., Any], joined: Joined, left: bool
+    ) -> KStream:
         all_sources = self._ensure_copartition_with([table])
         name = joined.name or self._builder.new_processor_name(LEFTJOIN_NAME if left else JOIN_NAME)
         getter = table._value_getter_supplier()
         supplier = KStreamKTableJoin(getter, joiner, left)
-        node = StreamTableJoinNode(name, ProcessorParameters(supplier, name), getter.store_names(), self._name)
+        node = StreamTableJoinNode(
+            name, ProcessorParameters(supplier, name), getter.store_names(), self._name
+        )
         self._builder.add_graph_node(self._graph_node, node)
         if left:
             node.labels.append(NULL_KEY_RELAXED_JOIN)
@@ -423,14 +480,21 @@ class KStream:
         return KStream(name, key_serde, None, all_sources, False, node, self._builder)
 
     def _join_global(
-        self, global_table: Any, key_selector: Callable[[Any, Any], Any], joiner: Callable[..., Any],
-        named: Named | str | None = None, *, left: bool,
+        self,
+        global_table: Any,
+        key_selector: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
+        named: Named | str | None = None,
+        *,
+        left: bool,
     ) -> KStream:
         op = "KStream.left_join" if left else "KStream.join"
         require_callable(key_selector, "key_selector", op)
         require_callable(joiner, "joiner", op)
         name = self._name_or(named, LEFTJOIN_NAME if left else JOIN_NAME)
-        supplier = KStreamGlobalKTableJoin(global_table._value_getter_supplier, key_selector, with_key(joiner, 2), left)
+        supplier = KStreamGlobalKTableJoin(
+            global_table._value_getter_supplier, key_selector, with_key(joiner, 2), left
+        )
         node = StreamTableJoinNode(name, ProcessorParameters(supplier, name), [], None)
         if left:
             node.labels.append(NULL_KEY_RELAXED_JOIN)
@@ -472,11 +536,14 @@ class BranchedKStream:
         self._outputs: dict[str, KStream] = {}
         self._done = False
         self._splitter_node = ProcessorGraphNode(
-            splitter_name, ProcessorParameters(KStreamBranch(self._predicates, self._child_names), splitter_name)
+            splitter_name,
+            ProcessorParameters(KStreamBranch(self._predicates, self._child_names), splitter_name),
         )
         source._builder.add_graph_node(source._graph_node, self._splitter_node)
 
-    def branch(self, predicate: Callable[[Any, Any], bool], branched: Branched | None = None) -> BranchedKStream:
+    def branch(
+        self, predicate: Callable[[Any, Any], bool], branched: Branched | None = None
+    ) -> BranchedKStream:
         require_callable(predicate, "predicate", "BranchedKStream.branch")
         if self._done:
             raise ValueError("the split is closed: default_branch()/no_default_branch() was already called")
@@ -504,8 +571,13 @@ class BranchedKStream:
         node = ProcessorGraphNode(child_name, ProcessorParameters(PassThrough(), child_name))
         src._builder.add_graph_node(self._splitter_node, node)
         branch = KStream(
-            child_name, src._key_serde, src._value_serde, src._sub_topology_source_nodes, self._repartition_required,
-            node, src._builder,
+            child_name,
+            src._key_serde,
+            src._value_serde,
+            src._sub_topology_source_nodes,
+            self._repartition_required,
+            node,
+            src._builder,
         )
         if branched.chain_function is not None:
             result = branched.chain_function(branch)

@@ -37,7 +37,11 @@ from kspark.kstream.internals.ktable_join import (
     KTableKTableRightJoin,
 )
 from kspark.kstream.internals.ktable_processors import KTableFilter, KTableMapValues, KTableRepartitionMap
-from kspark.kstream.internals.materialize import KeyValueStoreMaterializer, MaterializedInternal, materialized_internal
+from kspark.kstream.internals.materialize import (
+    KeyValueStoreMaterializer,
+    MaterializedInternal,
+    materialized_internal,
+)
 from kspark.kstream.internals.value_getters import KTableProcessorSupplier, KTableValueGetterSupplier
 
 if TYPE_CHECKING:
@@ -145,28 +149,47 @@ class KTable:
             name, ProcessorParameters(supplier, name), store_factories=[factory] if factory else []
         )
         self._builder.add_graph_node(self._graph_node, node)
-        return KTable(name, key_serde, value_serde, self._sub_topology_source_nodes, queryable, supplier, node, self._builder)
+        return KTable(
+            name,
+            key_serde,
+            value_serde,
+            self._sub_topology_source_nodes,
+            queryable,
+            supplier,
+            node,
+            self._builder,
+        )
 
     def filter(
-        self, predicate: Callable[[Any, Any], bool], named: Named | str | Materialized | None = None,
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(predicate, "predicate", "KTable.filter")
         name, materialized = _split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, FILTER_NAME)
-        return self._table_op(FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, False, q), self._value_serde)
+        return self._table_op(
+            FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, False, q), self._value_serde
+        )
 
     def filter_not(
-        self, predicate: Callable[[Any, Any], bool], named: Named | str | Materialized | None = None,
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(predicate, "predicate", "KTable.filter_not")
         name, materialized = _split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, FILTER_NAME)
-        return self._table_op(FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, True, q), self._value_serde)
+        return self._table_op(
+            FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, True, q), self._value_serde
+        )
 
     def map_values(
-        self, mapper: Callable[..., Any], named: Named | str | Materialized | None = None,
+        self,
+        mapper: Callable[..., Any],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(mapper, "mapper", "KTable.map_values")
@@ -183,12 +206,21 @@ class KTable:
 
         if isinstance(mapper, Named | str):
             mapper, named = None, mapper
-        name = (named.name if isinstance(named, Named) else Named(named).name if named else None) or \
-            self._builder.new_processor_name(TOSTREAM_NAME)
+        name = (
+            named.name if isinstance(named, Named) else Named(named).name if named else None
+        ) or self._builder.new_processor_name(TOSTREAM_NAME)
         supplier = KStreamMapValues(lambda _k, change: change.new_value)
         node = ProcessorGraphNode(name, ProcessorParameters(supplier, name))
         self._builder.add_graph_node(self._graph_node, node)
-        stream = KStream(name, self._key_serde, self._value_serde, self._sub_topology_source_nodes, False, node, self._builder)
+        stream = KStream(
+            name,
+            self._key_serde,
+            self._value_serde,
+            self._sub_topology_source_nodes,
+            False,
+            node,
+            self._builder,
+        )
         if mapper is not None:
             require_callable(mapper, "mapper", "KTable.to_stream")
             return stream.select_key(mapper)
@@ -219,30 +251,45 @@ class KTable:
     # -- joins ---------------------------------------------------------------
 
     def join(
-        self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         return self._do_join("inner", other, joiner, named, materialized)
 
     def left_join(
-        self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         return self._do_join("left", other, joiner, named, materialized)
 
     def outer_join(
-        self, other: KTable, joiner: Callable[[Any, Any], Any], named: Named | str | Materialized | None = None,
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
         return self._do_join("outer", other, joiner, named, materialized)
 
     def _do_join(
-        self, kind: str, other: KTable, joiner: Callable[[Any, Any], Any],
-        named: Named | str | Materialized | None, materialized: Materialized | None,
+        self,
+        kind: str,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Named | str | Materialized | None,
+        materialized: Materialized | None,
     ) -> KTable:
         op = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
         if not isinstance(other, KTable):
-            raise TypeError(f"KTable.{op} needs a KTable, got {other!r} (foreign-key joins are not supported)")
+            raise TypeError(
+                f"KTable.{op} needs a KTable, got {other!r} (foreign-key joins are not supported)"
+            )
         require_callable(joiner, "joiner", f"KTable.{op}")
         name, materialized = _split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, MERGE_NAME)
@@ -260,11 +307,20 @@ class KTable:
         join_this: KTableKTableAbstractJoin
         join_other: KTableKTableAbstractJoin
         if kind == "inner":
-            join_this, join_other = KTableKTableInnerJoin(self, other, joiner), KTableKTableInnerJoin(other, self, reverse)
+            join_this, join_other = (
+                KTableKTableInnerJoin(self, other, joiner),
+                KTableKTableInnerJoin(other, self, reverse),
+            )
         elif kind == "left":
-            join_this, join_other = KTableKTableLeftJoin(self, other, joiner), KTableKTableRightJoin(other, self, reverse)
+            join_this, join_other = (
+                KTableKTableLeftJoin(self, other, joiner),
+                KTableKTableRightJoin(other, self, reverse),
+            )
         else:
-            join_this, join_other = KTableKTableOuterJoin(self, other, joiner), KTableKTableOuterJoin(other, self, reverse)
+            join_this, join_other = (
+                KTableKTableOuterJoin(self, other, joiner),
+                KTableKTableOuterJoin(other, self, reverse),
+            )
         this_name = f"{name}-join-this" if name else self._builder.new_processor_name(JOINTHIS_NAME)
         other_name = f"{name}-join-other" if name else self._builder.new_processor_name(JOINOTHER_NAME)
         key_serde, value_serde, queryable, factory = self._key_serde, None, None, None

@@ -65,11 +65,18 @@ class ChangedSerializer(Serializer[Change[Any]]):
         elif hasattr(self.inner, "configure"):
             self.inner.configure(configs, is_key)
 
+    def init_nullable(self, context: Any) -> None:
+        """Kafka's ``WrappingNullableUtils``: a sink fills in the default value serde at init."""
+        if self.inner is None and context.value_serde() is not None:
+            self.inner = context.value_serde().serializer()
+
     def serialize(self, topic: str | None, data: Change[Any] | None) -> bytes | None:
         if data is None:
             return None
         if self.inner is None:
-            raise StreamsException("ChangedSerializer has no inner value serializer: set a value serde or default.value.serde")
+            raise StreamsException(
+                "ChangedSerializer has no inner value serializer: set a value serde or default.value.serde"
+            )
         new_bytes = self.inner.serialize(topic, data.new_value) if data.new_value is not None else None
         old_bytes = self.inner.serialize(topic, data.old_value) if data.old_value is not None else None
         if new_bytes is not None and old_bytes is not None:
@@ -94,13 +101,20 @@ class ChangedDeserializer(Deserializer[Change[Any]]):
         elif hasattr(self.inner, "configure"):
             self.inner.configure(configs, is_key)
 
+    def init_nullable(self, context: Any) -> None:
+        """Kafka's ``WrappingNullableUtils``: a source fills in the default value serde at init."""
+        if self.inner is None and context.value_serde() is not None:
+            self.inner = context.value_serde().deserializer()
+
     def deserialize(self, topic: str | None, data: bytes | None) -> Change[Any] | None:
         if data is None:
             return None
         if not data:
             raise StreamsException("Empty Change value: missing encoding flag")
         if self.inner is None:
-            raise StreamsException("ChangedDeserializer has no inner value deserializer: set a value serde or default.value.serde")
+            raise StreamsException(
+                "ChangedDeserializer has no inner value deserializer: set a value serde or default.value.serde"
+            )
         flag = data[-1]
         is_latest = True
         body = data[:-1]
@@ -116,9 +130,11 @@ class ChangedDeserializer(Deserializer[Change[Any]]):
             new_data, old_data = body, None
         elif flag == 2:
             length, pos = _read_varint(body, 0)
-            new_data, old_data = body[pos:pos + length], body[pos + length:]
+            new_data, old_data = body[pos : pos + length], body[pos + length :]
         else:
-            raise StreamsException(f"Encountered unknown byte value `{flag}` for encodingFlag in ChangedDeserializer.")
+            raise StreamsException(
+                f"Encountered unknown byte value `{flag}` for encodingFlag in ChangedDeserializer."
+            )
         return Change(
             None if new_data is None else self.inner.deserialize(topic, new_data),
             None if old_data is None else self.inner.deserialize(topic, old_data),

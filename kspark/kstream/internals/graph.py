@@ -311,7 +311,9 @@ class TableProcessorNode(StatefulProcessorNode):
 class StreamToTableNode(GraphNode):
     """``KStream.to_table``: a ``KTableSource`` processor under the stream, with its store if materialized."""
 
-    def __init__(self, node_name: str, processor_parameters: ProcessorParameters, store_factory: StoreFactory) -> None:
+    def __init__(
+        self, node_name: str, processor_parameters: ProcessorParameters, store_factory: StoreFactory
+    ) -> None:
         super().__init__(node_name)
         self.processor_parameters = processor_parameters
         self.store_factory = store_factory
@@ -369,8 +371,12 @@ class KTableKTableJoinNode(GraphNode):
         this_name = self.this_processor.processor_name
         other_name = self.other_processor.processor_name
         merge_name = self.merge_processor.processor_name
-        builder.add_processor(this_name, self.this_processor.processor_supplier, self.this_join_side_node_name)
-        builder.add_processor(other_name, self.other_processor.processor_supplier, self.other_join_side_node_name)
+        builder.add_processor(
+            this_name, self.this_processor.processor_supplier, self.this_join_side_node_name
+        )
+        builder.add_processor(
+            other_name, self.other_processor.processor_supplier, self.other_join_side_node_name
+        )
         builder.add_processor(merge_name, self.merge_processor.processor_supplier, this_name, other_name)
         # each side looks up the *other* table
         other_stores = list(self.other_store_names())
@@ -471,7 +477,9 @@ class UnoptimizableRepartitionNode(RepartitionNode):
 class GroupedTableOperationRepartitionNode(RepartitionNode):
     """The repartition of ``KTable.group_by``: values travel as ``Change`` pairs, no filter processor."""
 
-    def __init__(self, node_name: str, sink_name: str, repartition_topic: str, key_serde: Any, value_serde: Any) -> None:
+    def __init__(
+        self, node_name: str, sink_name: str, repartition_topic: str, key_serde: Any, value_serde: Any
+    ) -> None:
         super().__init__(node_name, sink_name, repartition_topic, key_serde, value_serde, None)
 
     def _value_serializer(self) -> Any:

@@ -78,10 +78,19 @@ class GroupedStreamAggregateBuilder:
             self.builder.add_graph_node(parent, self.repartition_node)
             parent = self.repartition_node
         aggregate_node = StatefulProcessorNode(
-            function_name, ProcessorParameters(aggregate_supplier, function_name), store_factories=[store_factory]
+            function_name,
+            ProcessorParameters(aggregate_supplier, function_name),
+            store_factories=[store_factory],
         )
         self.builder.add_graph_node(parent, aggregate_node)
         sources = self.sub_topology_source_nodes if source_name == self.name else {source_name}
         return KTable(
-            function_name, key_serde, value_serde, sources, queryable_store_name, aggregate_supplier, aggregate_node, self.builder
+            function_name,
+            key_serde,
+            value_serde,
+            sources,
+            queryable_store_name,
+            aggregate_supplier,
+            aggregate_node,
+            self.builder,
         )

@@ -40,7 +40,13 @@ STATE_STORE_NAME = "STATE-STORE-"
 TABLE_SOURCE_SUFFIX = "-source"
 KSTREAM_SOURCE_NAME = "KSTREAM-SOURCE-"
 KTABLE_SOURCE_NAME = "KTABLE-SOURCE-"
-_OPTIMIZATIONS = {"none", "all", "reuse.ktable.source.topics", "merge.repartition.topics", "single.store.self.join"}
+_OPTIMIZATIONS = {
+    "none",
+    "all",
+    "reuse.ktable.source.topics",
+    "merge.repartition.topics",
+    "single.store.self.join",
+}
 
 
 class InternalStreamsBuilder:
@@ -98,7 +104,11 @@ class InternalStreamsBuilder:
         from kspark.kstream.internals.ktable_processors import KTableSource
         from kspark.kstream.ktable import KTable
 
-        source_name = (consumed.name + TABLE_SOURCE_SUFFIX) if consumed.name else self.new_processor_name(KSTREAM_SOURCE_NAME)
+        source_name = (
+            (consumed.name + TABLE_SOURCE_SUFFIX)
+            if consumed.name
+            else self.new_processor_name(KSTREAM_SOURCE_NAME)
+        )
         table_source_name = consumed.name or self.new_processor_name(KTABLE_SOURCE_NAME)
         supplier = KTableSource(materialized.store_name, materialized.queryable_store_name)
         node = TableSourceNode(
@@ -121,13 +131,19 @@ class InternalStreamsBuilder:
             self,
         )
 
-    def global_table(self, topic: str, consumed: Consumed, materialized: MaterializedInternal) -> GlobalKTable:
+    def global_table(
+        self, topic: str, consumed: Consumed, materialized: MaterializedInternal
+    ) -> GlobalKTable:
         from kspark.kstream.global_ktable import GlobalKTable
         from kspark.kstream.internals.ktable_processors import KTableSource
         from kspark.kstream.internals.value_getters import KTableMaterializedValueGetterSupplier
 
         materialized.logging = False  # global stores restore from their source topic
-        source_name = (consumed.name + TABLE_SOURCE_SUFFIX) if consumed.name else self.new_processor_name(KSTREAM_SOURCE_NAME)
+        source_name = (
+            (consumed.name + TABLE_SOURCE_SUFFIX)
+            if consumed.name
+            else self.new_processor_name(KSTREAM_SOURCE_NAME)
+        )
         processor_name = consumed.name or self.new_processor_name(KTABLE_SOURCE_NAME)
         store_name = materialized.store_name
         supplier = KTableSource(store_name, store_name)
@@ -141,7 +157,9 @@ class InternalStreamsBuilder:
             is_global=True,
         )
         self.add_graph_node(self.root, node)
-        return GlobalKTable(KTableMaterializedValueGetterSupplier(store_name), materialized.queryable_store_name)
+        return GlobalKTable(
+            KTableMaterializedValueGetterSupplier(store_name), materialized.queryable_store_name
+        )
 
     def add_state_store(self, store_builder: StoreBuilder[Any, Any]) -> None:
         self.add_graph_node(self.root, StateStoreNode(store_builder))
@@ -154,9 +172,15 @@ class InternalStreamsBuilder:
         state_update_supplier: Callable[[], Processor[Any, Any]],
     ) -> None:
         store_builder.with_logging_disabled()
-        source_name = (consumed.name + TABLE_SOURCE_SUFFIX) if consumed.name else self.new_processor_name(KSTREAM_SOURCE_NAME)
+        source_name = (
+            (consumed.name + TABLE_SOURCE_SUFFIX)
+            if consumed.name
+            else self.new_processor_name(KSTREAM_SOURCE_NAME)
+        )
         processor_name = consumed.name or self.new_processor_name(KTABLE_SOURCE_NAME)
-        node = GlobalStoreNode(store_builder, source_name, topic, consumed, processor_name, state_update_supplier)
+        node = GlobalStoreNode(
+            store_builder, source_name, topic, consumed, processor_name, state_update_supplier
+        )
         self.add_graph_node(self.root, node)
 
     # -- build ---------------------------------------------------------------
@@ -177,7 +201,9 @@ class InternalStreamsBuilder:
         optimization = (props or {}).get("topology.optimization", "none")
         for part in str(optimization).split(","):
             if part.strip() not in _OPTIMIZATIONS:
-                raise TopologyException(f"Unrecognized config value for topology.optimization: {optimization!r}")
+                raise TopologyException(
+                    f"Unrecognized config value for topology.optimization: {optimization!r}"
+                )
         # Optimisations (reusing source topics, merging repartition topics) are not applied:
         # the graph is written as built, which is Kafka's behaviour for "none".
         self._relax_null_key_filters()
@@ -238,6 +264,6 @@ class InternalStreamsBuilder:
             counts = {r.repartition_topic: r.partitions for r in repartitions if r.partitions is not None}
             if len(counts) == len(repartitions) and len(set(counts.values())) > 1:
                 listing = ", ".join(f"{t}={c}" for t, c in sorted(counts.items()))
-                raise TopologyException(f"Following topics do not have the same number of partitions: [{{{listing}}}]")
-
-
+                raise TopologyException(
+                    f"Following topics do not have the same number of partitions: [{{{listing}}}]"
+                )

@@ -38,7 +38,9 @@ def to_key_value(result: Any, operation: str) -> KeyValue[Any, Any]:
         return result
     if isinstance(result, tuple) and len(result) == 2:
         return KeyValue(result[0], result[1])
-    raise StreamsException(f"{operation}: the mapper must return a KeyValue or a (key, value) tuple, got {result!r}")
+    raise StreamsException(
+        f"{operation}: the mapper must return a KeyValue or a (key, value) tuple, got {result!r}"
+    )
 
 
 class ContextualProcessor(Processor[Any, Any]):

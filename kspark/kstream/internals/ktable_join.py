@@ -42,7 +42,9 @@ _UNKNOWN = -1
 
 
 class _JoinValueGetter(KTableValueGetter):
-    def __init__(self, join: KTableKTableAbstractJoin, getter1: KTableValueGetter, getter2: KTableValueGetter) -> None:
+    def __init__(
+        self, join: KTableKTableAbstractJoin, getter1: KTableValueGetter, getter2: KTableValueGetter
+    ) -> None:
         self._join = join
         self._g1 = getter1
         self._g2 = getter2
@@ -135,7 +137,11 @@ class KTableKTableInnerJoin(KTableKTableAbstractJoin):
         if other is None or other.value is None:
             return None
         new = None if change.new_value is None else self.joiner(change.new_value, other.value)
-        old = self.joiner(change.old_value, other.value) if self.send_old_values and change.old_value is not None else None
+        old = (
+            self.joiner(change.old_value, other.value)
+            if self.send_old_values and change.old_value is not None
+            else None
+        )
         return Change(new, old, change.is_latest), max(timestamp, other.timestamp)
 
     def join_lookup(self, vt1: Any, vt2: Any) -> ValueAndTimestamp[Any] | None:
@@ -156,7 +162,11 @@ class KTableKTableLeftJoin(KTableKTableAbstractJoin):
         else:
             ts = max(timestamp, other.timestamp)
         new = None if change.new_value is None else self.joiner(change.new_value, value2)
-        old = self.joiner(change.old_value, value2) if self.send_old_values and change.old_value is not None else None
+        old = (
+            self.joiner(change.old_value, value2)
+            if self.send_old_values and change.old_value is not None
+            else None
+        )
         return Change(new, old, change.is_latest), ts
 
     def join_lookup(self, vt1: Any, vt2: Any) -> ValueAndTimestamp[Any] | None:
@@ -196,7 +206,11 @@ class KTableKTableOuterJoin(KTableKTableAbstractJoin):
             ts = timestamp
         else:
             ts = max(timestamp, other.timestamp)  # type: ignore[union-attr]
-        new = self.joiner(change.new_value, value2) if (value2 is not None or change.new_value is not None) else None
+        new = (
+            self.joiner(change.new_value, value2)
+            if (value2 is not None or change.new_value is not None)
+            else None
+        )
         old = None
         if self.send_old_values and (value2 is not None or change.old_value is not None):
             old = self.joiner(change.old_value, value2)
@@ -238,7 +252,12 @@ class _MergerProcessor(ContextualProcessor):
 class KTableKTableJoinMerger(KTableProcessorSupplier):
     """Merges both join sides' outputs into the join result table (and its store, if materialized)."""
 
-    def __init__(self, this_join: KTableKTableAbstractJoin, other_join: KTableKTableAbstractJoin, queryable_name: str | None) -> None:
+    def __init__(
+        self,
+        this_join: KTableKTableAbstractJoin,
+        other_join: KTableKTableAbstractJoin,
+        queryable_name: str | None,
+    ) -> None:
         self.this_join = this_join
         self.other_join = other_join
         self.queryable_name = queryable_name

@@ -176,7 +176,9 @@ class _KStreamAggregateProcessor(_StreamAggProcessor):
 class KStreamAggregate(_AggregateSupplierBase):
     """``aggregate`` / ``count`` of a grouped stream; result timestamp = max of the inputs'."""
 
-    def __init__(self, store_name: str, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any]) -> None:
+    def __init__(
+        self, store_name: str, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any]
+    ) -> None:
         super().__init__(store_name)
         self.initializer = initializer
         self.aggregator = aggregator
@@ -220,7 +222,9 @@ class KStreamReduce(_AggregateSupplierBase):
 class _DerivedGetter(KTableValueGetter):
     """A value getter computing an operator's result from the parent's getter on the fly."""
 
-    def __init__(self, parent: KTableValueGetter, compute: Callable[[Any, ValueAndTimestamp[Any] | None], Any]) -> None:
+    def __init__(
+        self, parent: KTableValueGetter, compute: Callable[[Any, ValueAndTimestamp[Any] | None], Any]
+    ) -> None:
         self._parent = parent
         self._compute = compute
 
@@ -302,7 +306,12 @@ class _StatelessTableProcessor(ContextualProcessor):
                 old_value = None if old is None else old.value
             else:
                 old_value = self._s.compute(key, change.old_value)
-        if self._s.skip_empty_update() and self._s.send_old_values and old_value is None and new_value is None:
+        if (
+            self._s.skip_empty_update()
+            and self._s.send_old_values
+            and old_value is None
+            and new_value is None
+        ):
             return  # nothing was there and nothing is: no tombstone needed
         if self._store is not None:
             _put(self._store, key, new_value, record.timestamp)
@@ -316,7 +325,11 @@ class KTableFilter(_StatelessTableSupplier):
     """``KTable.filter`` / ``filter_not``: a filtered-out key becomes a tombstone."""
 
     def __init__(
-        self, parent: KTable, predicate: Callable[[Any, Any], bool], filter_not: bool, queryable_name: str | None
+        self,
+        parent: KTable,
+        predicate: Callable[[Any, Any], bool],
+        filter_not: bool,
+        queryable_name: str | None,
     ) -> None:
         super().__init__(parent, queryable_name)
         self.predicate = predicate
@@ -365,20 +378,34 @@ class _RepartitionMapProcessor(ContextualProcessor):
         if record.key is None:
             raise StreamsException("Record key for the grouping KTable should not be null.")
         change = record.value
-        new_pair = None if change.new_value is None else to_key_value(self._mapper(record.key, change.new_value), "group_by")
-        old_pair = None if change.old_value is None else to_key_value(self._mapper(record.key, change.old_value), "group_by")
+        new_pair = (
+            None
+            if change.new_value is None
+            else to_key_value(self._mapper(record.key, change.new_value), "group_by")
+        )
+        old_pair = (
+            None
+            if change.old_value is None
+            else to_key_value(self._mapper(record.key, change.old_value), "group_by")
+        )
         old_ok = old_pair is not None and old_pair.key is not None and old_pair.value is not None
         new_ok = new_pair is not None and new_pair.key is not None and new_pair.value is not None
         if old_ok and new_ok and old_pair.key == new_pair.key:  # type: ignore[union-attr]
             self._context.forward(
-                record.with_key(old_pair.key).with_value(Change(new_pair.value, old_pair.value, change.is_latest))  # type: ignore[union-attr]
+                record.with_key(old_pair.key).with_value(
+                    Change(new_pair.value, old_pair.value, change.is_latest)
+                )  # type: ignore[union-attr]
             )
             return
         # the old value is subtracted before the new one is added, as Kafka orders them
         if old_ok:
-            self._context.forward(record.with_key(old_pair.key).with_value(Change(None, old_pair.value, change.is_latest)))  # type: ignore[union-attr]
+            self._context.forward(
+                record.with_key(old_pair.key).with_value(Change(None, old_pair.value, change.is_latest))
+            )  # type: ignore[union-attr]
         if new_ok:
-            self._context.forward(record.with_key(new_pair.key).with_value(Change(new_pair.value, None, change.is_latest)))  # type: ignore[union-attr]
+            self._context.forward(
+                record.with_key(new_pair.key).with_value(Change(new_pair.value, None, change.is_latest))
+            )  # type: ignore[union-attr]
 
 
 class KTableRepartitionMap(KTableProcessorSupplier):
@@ -392,7 +419,9 @@ class KTableRepartitionMap(KTableProcessorSupplier):
         return _RepartitionMapProcessor(self.mapper)
 
     def view(self) -> KTableValueGetterSupplier:
-        raise StreamsException("KTableRepartitionMap is not a readable table (its output is a grouped stream)")
+        raise StreamsException(
+            "KTableRepartitionMap is not a readable table (its output is a grouped stream)"
+        )
 
     def enable_send_old_values(self, force_materialization: bool) -> bool:
         # only ever called by the grouped table's aggregation; the output always carries old values
@@ -439,7 +468,9 @@ class KTableAggregate(_AggregateSupplierBase):
     def __call__(self) -> Processor[Any, Any]:
         return _TableAggregateProcessor(self)
 
-    def apply(self, record: Record[Any, Change[Any]], old: ValueAndTimestamp[Any] | None) -> tuple[Any, int, Any]:
+    def apply(
+        self, record: Record[Any, Change[Any]], old: ValueAndTimestamp[Any] | None
+    ) -> tuple[Any, int, Any]:
         key, change = record.key, record.value
         old_agg = None if old is None else old.value
         timestamp = record.timestamp
@@ -461,7 +492,9 @@ class KTableAggregate(_AggregateSupplierBase):
 class KTableReduce(_AggregateSupplierBase):
     """Reduce of a grouped table: ``subtractor(agg, old)`` then ``adder(agg, new)``."""
 
-    def __init__(self, store_name: str, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any]) -> None:
+    def __init__(
+        self, store_name: str, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any]
+    ) -> None:
         super().__init__(store_name)
         self.adder = adder
         self.subtractor = subtractor
@@ -469,7 +502,9 @@ class KTableReduce(_AggregateSupplierBase):
     def __call__(self) -> Processor[Any, Any]:
         return _TableAggregateProcessor(self)
 
-    def apply(self, record: Record[Any, Change[Any]], old: ValueAndTimestamp[Any] | None) -> tuple[Any, int, Any]:
+    def apply(
+        self, record: Record[Any, Change[Any]], old: ValueAndTimestamp[Any] | None
+    ) -> tuple[Any, int, Any]:
         change = record.value
         old_agg = None if old is None else old.value
         if change.old_value is not None and old_agg is not None:

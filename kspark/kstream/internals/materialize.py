@@ -57,7 +57,9 @@ class MaterializedInternal:
 
 
 def materialized_internal(
-    materialized: Materialized | None, name_provider: InternalStreamsBuilder | None, generated_prefix: str | None
+    materialized: Materialized | None,
+    name_provider: InternalStreamsBuilder | None,
+    generated_prefix: str | None,
 ) -> MaterializedInternal:
     if materialized is not None and not isinstance(materialized, Materialized):
         raise TypeError(f"materialized must be a Materialized, got {materialized!r}")

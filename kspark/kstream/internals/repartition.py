@@ -39,7 +39,11 @@ def create_repartitioned_source(
     partitions: int | None = None,
 ) -> RepartitionNode:
     """A repartition node (not yet added to the graph); its ``node_name`` is the new source's name."""
-    topic = topic_prefix if topic_prefix.endswith(REPARTITION_TOPIC_SUFFIX) else topic_prefix + REPARTITION_TOPIC_SUFFIX
+    topic = (
+        topic_prefix
+        if topic_prefix.endswith(REPARTITION_TOPIC_SUFFIX)
+        else topic_prefix + REPARTITION_TOPIC_SUFFIX
+    )
     gen_sink = builder.new_processor_name("KSTREAM-SINK-")
     gen_filter = builder.new_processor_name("KSTREAM-FILTER-")
     gen_source = builder.new_processor_name("KSTREAM-SOURCE-")

@@ -64,7 +64,10 @@ class KStreamKTableJoin:
     """``KStream.join/left_join(KTable)``: ``joiner(key, stream_value, table_value)``."""
 
     def __init__(
-        self, value_getter_supplier: KTableValueGetterSupplier, joiner: Callable[[Any, Any, Any], Any], left: bool
+        self,
+        value_getter_supplier: KTableValueGetterSupplier,
+        joiner: Callable[[Any, Any, Any], Any],
+        left: bool,
     ) -> None:
         self.value_getter_supplier = value_getter_supplier
         self.joiner = joiner

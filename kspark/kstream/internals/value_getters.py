@@ -76,7 +76,11 @@ class _StoreValueGetter(KTableValueGetter):
 
     def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
         result = self._store.get(key)
-        return result if result is None or isinstance(result, ValueAndTimestamp) else ValueAndTimestamp(result, -1)
+        return (
+            result
+            if result is None or isinstance(result, ValueAndTimestamp)
+            else ValueAndTimestamp(result, -1)
+        )
 
 
 class KTableMaterializedValueGetterSupplier(KTableValueGetterSupplier):

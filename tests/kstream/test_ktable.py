@@ -1,0 +1,189 @@
+"""KTable operators: sources, filter/map_values, old/new propagation, table-table joins, group_by."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kspark import Consumed, Grouped, Materialized, StreamsBuilder
+from kspark.serde import Serdes
+from kspark.testing import TopologyTestDriver
+
+S = Serdes.String()
+L = Serdes.Long()
+CONFIG = {
+    "application.id": "app",
+    "bootstrap.servers": "dummy:9092",
+    "default.key.serde": "string",
+    "default.value.serde": "string",
+}
+
+
+def records(d: TopologyTestDriver, topic: str, vs: Any = S) -> list[tuple[Any, Any, int]]:
+    return [(r.key, r.value, r.timestamp) for r in d.create_output_topic(topic, S, vs).read_records_to_list()]
+
+
+def test_table_source_materialized_forwards_updates_and_tombstones() -> None:
+    b = StreamsBuilder()
+    b.table("t", Consumed.with_(S, S), Materialized.as_("store")).to_stream().to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("t", S, S)
+        i.pipe_input("a", "1", timestamp=5)
+        i.pipe_input("a", "2", timestamp=6)
+        i.pipe_input(None, "x", timestamp=7)
+        i.pipe_input("a", None, timestamp=8)
+        assert records(d, "out") == [("a", "1", 5), ("a", "2", 6), ("a", None, 8)]
+        assert d.dropped_records_total() == 1
+        assert d.get_key_value_store("store").get("a") is None
+
+
+def test_unmaterialized_table_has_no_store() -> None:
+    b = StreamsBuilder()
+    b.table("t").to_stream().to("out")
+    text = str(b.build().describe())
+    assert "Source: KSTREAM-SOURCE-0000000001 (topics: [t])" in text
+    assert "Processor: KTABLE-SOURCE-0000000002 (stores: [])" in text
+    assert "Processor: KTABLE-TOSTREAM-0000000003 (stores: [])" in text
+
+
+def test_filter_on_materialized_source_avoids_spurious_tombstones() -> None:
+    b = StreamsBuilder()
+    t = b.table("t", materialized=Materialized.as_("src"))
+    t.filter(lambda k, v: int(v) > 5).to_stream().to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("t", S, S)
+        i.pipe_input("a", "1", timestamp=1)  # never passed: old and new None -> nothing
+        i.pipe_input("a", "7", timestamp=2)
+        i.pipe_input("a", "3", timestamp=3)  # falls out: tombstone
+        assert records(d, "out") == [("a", "7", 2), ("a", None, 3)]
+
+
+def test_filter_on_unmaterialized_source_forwards_tombstones() -> None:
+    b = StreamsBuilder()
+    b.table("t").filter(lambda k, v: int(v) > 5).to_stream().to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("t", S, S)
+        i.pipe_input("a", "1", timestamp=1)
+        i.pipe_input("a", "7", timestamp=2)
+        assert records(d, "out") == [("a", None, 1), ("a", "7", 2)]
+
+
+def test_map_values_materialized_queryable() -> None:
+    b = StreamsBuilder()
+    b.table("t").map_values(lambda v: v + v, Materialized.as_("doubled")).to_stream().to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("t", S, S)
+        i.pipe_input("a", "x", timestamp=1)
+        i.pipe_input("a", None, timestamp=2)
+        assert records(d, "out") == [("a", "xx", 1), ("a", None, 2)]
+
+
+def test_to_stream_with_key_mapper() -> None:
+    b = StreamsBuilder()
+    b.table("t").to_stream(lambda k, v: k + v).to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        d.create_input_topic("t", S, S).pipe_input("a", "b", timestamp=4)
+        assert records(d, "out") == [("ab", "b", 4)]
+
+
+def test_table_table_inner_left_outer_joins_timestamps_are_max() -> None:
+    b = StreamsBuilder()
+    left = b.table("l")
+    right = b.table("r")
+    left.join(right, lambda a, c: a + "-" + c).to_stream().to("inner")
+    left.left_join(right, lambda a, c: f"{a}-{c}").to_stream().to("left")
+    left.outer_join(right, lambda a, c: f"{a}-{c}").to_stream().to("outer")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        li = d.create_input_topic("l", S, S)
+        ri = d.create_input_topic("r", S, S)
+        li.pipe_input("k", "L1", timestamp=10)
+        ri.pipe_input("k", "R1", timestamp=5)
+        ri.pipe_input("j", "R2", timestamp=20)
+        li.pipe_input("k", None, timestamp=30)
+        assert records(d, "inner") == [("k", "L1-R1", 10), ("k", None, 30)]
+        assert records(d, "left") == [("k", "L1-None", 10), ("k", "L1-R1", 10), ("k", None, 30)]
+        assert records(d, "outer") == [
+            ("k", "L1-None", 10),
+            ("k", "L1-R1", 10),
+            ("j", "None-R2", 20),
+            ("k", "None-R1", 30),
+        ]
+
+
+def test_table_table_join_describe_names() -> None:
+    b = StreamsBuilder()
+    b.table("l").join(b.table("r"), lambda a, c: a).to_stream().to("out")
+    text = str(b.build().describe())
+    # l: store 0, source 1, table-source 2; r: store 3, source 4, table-source 5; merge 6, this 7, other 8
+    assert "Processor: KTABLE-JOINTHIS-0000000007 (stores: [r-STATE-STORE-0000000003])" in text
+    assert "Processor: KTABLE-JOINOTHER-0000000008 (stores: [l-STATE-STORE-0000000000])" in text
+    assert "Processor: KTABLE-MERGE-0000000006 (stores: [])" in text
+    assert "Processor: KTABLE-SOURCE-0000000002 (stores: [l-STATE-STORE-0000000000])" in text
+
+
+def test_group_by_with_subtractor_moves_key_between_groups() -> None:
+    # KTableAggregateTest-style: user -> region; count users per region
+    b = StreamsBuilder()
+    (
+        b.table("users")
+        .group_by(lambda user, region: (region, user), Grouped.with_(S, S))
+        .count(Materialized.as_("per-region"))
+        .to_stream()
+        .to("out")
+    )
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("users", S, S)
+        i.pipe_input("alice", "eu", timestamp=1)
+        i.pipe_input("bob", "eu", timestamp=2)
+        i.pipe_input("alice", "us", timestamp=3)  # subtract from eu, then add to us
+        i.pipe_input("bob", None, timestamp=4)  # delete: subtract from eu
+        assert records(d, "out", L) == [("eu", 1, 1), ("eu", 2, 2), ("eu", 1, 3), ("us", 1, 3), ("eu", 0, 4)]
+        store = d.get_key_value_store("per-region")
+        assert store.get("eu") == 0 and store.get("us") == 1
+
+
+def test_group_by_same_group_update_is_one_change() -> None:
+    b = StreamsBuilder()
+    (
+        b.table("t")
+        .group_by(lambda k, v: ("all", v), Grouped.with_(S, S))
+        .reduce(lambda a, v: str(int(a) + int(v)), lambda a, v: str(int(a) - int(v)))
+        .to_stream()
+        .to("out")
+    )
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("t", S, S)
+        i.pipe_input("x", "5", timestamp=1)
+        i.pipe_input("y", "2", timestamp=2)
+        i.pipe_input("x", "1", timestamp=3)
+        assert records(d, "out") == [("all", "5", 1), ("all", "7", 2), ("all", "3", 3)]
+
+
+def test_group_by_aggregate_repartition_describe() -> None:
+    b = StreamsBuilder()
+    b.table("t").group_by(lambda k, v: (v, k)).aggregate(lambda: "", lambda k, v, a: a + v, lambda k, v, a: a)
+    text = str(b.build().describe())
+    # t store 0, source 1, table source 2, select 3, agg store 4, sink 5, source 6, aggregate 7
+    assert "Processor: KTABLE-SELECT-0000000003 (stores: [])" in text
+    assert (
+        "Sink: KSTREAM-SINK-0000000005 (topic: KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition)" in text
+    )
+    assert (
+        "Source: KSTREAM-SOURCE-0000000006 (topics: [KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition])"
+        in text
+    )
+    assert (
+        "Processor: KTABLE-AGGREGATE-0000000007 (stores: [KTABLE-AGGREGATE-STATE-STORE-0000000004])" in text
+    )
+    # the select forces the source to be materialized (old values needed)
+    assert "Processor: KTABLE-SOURCE-0000000002 (stores: [t-STATE-STORE-0000000000])" in text
+
+
+def test_to_table_from_stream() -> None:
+    b = StreamsBuilder()
+    b.stream("in").to_table(Materialized.as_("tt")).to_stream().to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("in", S, S)
+        i.pipe_input("a", "1", timestamp=1)
+        i.pipe_input("a", "2", timestamp=2)
+        assert records(d, "out") == [("a", "1", 1), ("a", "2", 2)]
+        assert d.get_key_value_store("tt").get("a") == "2"
