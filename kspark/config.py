@@ -54,7 +54,9 @@ def _d(kind: str, default: Any = None, **kw: Any) -> _Def:
     return _Def(kind, default, **kw)
 
 
-_HANDLER_HELP = "'log_and_continue', 'log_and_fail' or a callable (context, record, exception) -> HandlerResponse"
+_HANDLER_HELP = (
+    "'log_and_continue', 'log_and_fail' or a callable (context, record, exception) -> HandlerResponse"
+)
 
 _DEFS: dict[str, _Def] = {
     "application.id": _d("str", required=True),
@@ -82,7 +84,9 @@ _DEFS: dict[str, _Def] = {
     "processing.exception.handler": _d("handler", "log_and_fail"),
     "processing.guarantee": _d("str", AT_LEAST_ONCE, choices=(AT_LEAST_ONCE, EXACTLY_ONCE_V2)),
     "rack.aware.assignment.non_overlap_cost": _d("int"),
-    "rack.aware.assignment.strategy": _d("str", "none", choices=("none", "min_traffic", "balance_subtopology")),
+    "rack.aware.assignment.strategy": _d(
+        "str", "none", choices=("none", "min_traffic", "balance_subtopology")
+    ),
     "rack.aware.assignment.tags": _d("list", []),
     "rack.aware.assignment.traffic_cost": _d("int"),
     "task.assignor.class": _d("str"),
@@ -186,7 +190,7 @@ def _resolve_serde(key: str, value: Any) -> Any:
 
         try:
             return Serdes.from_name(value)
-        except Exception as e:  # noqa: BLE001 - re-raised as a config error naming the key
+        except Exception as e:
             raise _fail(key, value, allowed) from e
     raise _fail(key, value, allowed)
 
@@ -222,7 +226,9 @@ class StreamsConfig(Mapping[str, Any]):
         if require_mandatory:
             for key, d in _DEFS.items():
                 if d.required and values.get(key) is None:
-                    raise ConfigException(f"Missing required configuration {key!r} which has no default value.")
+                    raise ConfigException(
+                        f"Missing required configuration {key!r} which has no default value."
+                    )
         self._values = values
         self._serde_cache: dict[str, Any] = {}
 
@@ -251,7 +257,7 @@ class StreamsConfig(Mapping[str, Any]):
 
     def prefixed(self, prefix: str) -> dict[str, Any]:
         """Settings under ``prefix`` with the prefix removed (``consumer.``, ``spark.`` ...)."""
-        return {k[len(prefix):]: v for k, v in self._values.items() if k.startswith(prefix)}
+        return {k[len(prefix) :]: v for k, v in self._values.items() if k.startswith(prefix)}
 
     # typed accessors
     def application_id(self) -> str:

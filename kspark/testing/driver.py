@@ -130,16 +130,25 @@ class TopologyTestDriver:
         start_timestamp: Any = None,
         auto_advance: int | timedelta | None = None,
     ) -> TestInputTopic:
-        return TestInputTopic(self, name, key_serde_or_serializer, value_serde_or_serializer, start_timestamp, auto_advance)
+        return TestInputTopic(
+            self, name, key_serde_or_serializer, value_serde_or_serializer, start_timestamp, auto_advance
+        )
 
-    def create_output_topic(self, name: str, key_deserializer: Any, value_deserializer: Any) -> TestOutputTopic:
+    def create_output_topic(
+        self, name: str, key_deserializer: Any, value_deserializer: Any
+    ) -> TestOutputTopic:
         return TestOutputTopic(self, name, key_deserializer, value_deserializer)
 
     def produced_topic_names(self) -> set[str]:
         return set(self._outputs)
 
     def pipe_raw(
-        self, topic: str, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers | None = None
+        self,
+        topic: str,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None = None,
     ) -> None:
         """Pipe one serialized record into ``topic`` and process until nothing is queued."""
         self._check_open()
@@ -173,7 +182,8 @@ class TopologyTestDriver:
         if topic not in self._sink_topics:
             _log.warning(
                 "Unrecognized topic: %s, this can occur if dynamic routing is used and no output has been "
-                "sent to this topic yet. If not using a TopicNameExtractor, check that the output topic is correct.",
+                "sent to this topic yet. If not using a TopicNameExtractor, check that the output topic "
+                "is correct.",
                 topic,
             )
 
@@ -193,13 +203,19 @@ class TopologyTestDriver:
         return self._wall_clock_ms
 
     # ------------------------------------------------------------------ engine loop
-    def _enqueue(self, topic: str, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> None:
+    def _enqueue(
+        self, topic: str, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers
+    ) -> None:
         assert self._task is not None
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
-        self._task.add_records(topic, PARTITION, [RawRecord(topic, PARTITION, offset, timestamp, key, value, headers)])
+        self._task.add_records(
+            topic, PARTITION, [RawRecord(topic, PARTITION, offset, timestamp, key, value, headers)]
+        )
 
-    def _process_global(self, topic: str, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers) -> None:
+    def _process_global(
+        self, topic: str, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers
+    ) -> None:
         assert self._global_task is not None
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1

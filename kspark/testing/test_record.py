@@ -26,7 +26,7 @@ class TestRecord:
     """Kafka Streams' ``TestRecord``: equality compares key, value, headers and timestamp."""
 
     __test__ = False  # not a pytest test class
-    __slots__ = ("key", "value", "headers", "timestamp")
+    __slots__ = ("headers", "key", "timestamp", "value")
 
     def __init__(
         self,

@@ -97,7 +97,8 @@ class TestInputTopic:
         timestamp: int | datetime | None = None,
         headers: Headers | list[tuple[str, bytes | None]] | None = None,
     ) -> None:
-        """``pipe_input(key, value, timestamp=None, headers=None)``, ``pipe_input(value)`` or ``pipe_input(TestRecord)``."""
+        """``pipe_input(key, value, timestamp=None, headers=None)``, ``pipe_input(value)``, or
+        ``pipe_input(TestRecord)``."""
         if isinstance(key, TestRecord) and value is _MISSING:
             record = key
             if timestamp is not None or headers is not None:
@@ -158,7 +159,11 @@ class TestOutputTopic:
     __test__ = False
 
     def __init__(
-        self, driver: TopologyTestDriver, topic: str, key_serde_or_deserializer: Any, value_serde_or_deserializer: Any
+        self,
+        driver: TopologyTestDriver,
+        topic: str,
+        key_serde_or_deserializer: Any,
+        value_serde_or_deserializer: Any,
     ) -> None:
         self._driver = driver
         self.topic = topic

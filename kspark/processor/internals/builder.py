@@ -150,7 +150,9 @@ class InternalTopologyBuilder:
         self._check_new_name(name)
         for topic in topics:
             if not isinstance(topic, str) or not topic:
-                raise TopologyException(f"Source {name}: topic names must be non-empty strings, got {topic!r}")
+                raise TopologyException(
+                    f"Source {name}: topic names must be non-empty strings, got {topic!r}"
+                )
             self._validate_topic_not_registered(topic)
         if offset_reset not in (None, "earliest", "latest"):
             raise TopologyException(f"Source {name}: unrecognized offset reset {offset_reset!r}")
@@ -162,7 +164,9 @@ class InternalTopologyBuilder:
         self._node_to_source_topics[name] = topics
         self._grouper.add(name)
 
-    def add_processor(self, name: str, supplier: Callable[[], Processor[Any, Any]], *parent_names: str) -> None:
+    def add_processor(
+        self, name: str, supplier: Callable[[], Processor[Any, Any]], *parent_names: str
+    ) -> None:
         self._check_new_name(name)
         _check_supplier(name, supplier)
         if not parent_names:
@@ -184,7 +188,9 @@ class InternalTopologyBuilder:
         if topic is None or (isinstance(topic, str) and not topic):
             raise TopologyException(f"Sink {name}: topic must not be empty")
         if not isinstance(topic, str) and not callable(topic):
-            raise TopologyException(f"Sink {name}: topic must be a name or a callable (key, value, context) -> str")
+            raise TopologyException(
+                f"Sink {name}: topic must be a name or a callable (key, value, context) -> str"
+            )
         self._check_new_name(name)
         if not parent_names:
             raise TopologyException(f"Sink {name} must have at least one parent")
@@ -205,12 +211,16 @@ class InternalTopologyBuilder:
     def add_state_store(self, store_builder: Any, *processor_names: str) -> None:
         name = getattr(store_builder, "name", None)
         if not isinstance(name, str) or not name:
-            raise TopologyException(f"add_state_store needs a StoreBuilder with a name, got {store_builder!r}")
+            raise TopologyException(
+                f"add_state_store needs a StoreBuilder with a name, got {store_builder!r}"
+            )
         existing = self._state_factories.get(name)
         if existing is not None and existing.builder is not store_builder:
             raise TopologyException(f"A different StateStore has already been added with the name {name}")
         if name in self._global_state_builders:
-            raise TopologyException(f"A different GlobalStateStore has already been added with the name {name}")
+            raise TopologyException(
+                f"A different GlobalStateStore has already been added with the name {name}"
+            )
         if existing is None:
             self._state_factories[name] = _StoreFactory(store_builder)
         for processor_name in processor_names:
@@ -236,19 +246,25 @@ class InternalTopologyBuilder:
     ) -> None:
         store_name = getattr(store_builder, "name", None)
         if not isinstance(store_name, str) or not store_name:
-            raise TopologyException(f"add_global_store needs a StoreBuilder with a name, got {store_builder!r}")
+            raise TopologyException(
+                f"add_global_store needs a StoreBuilder with a name, got {store_builder!r}"
+            )
         self._check_new_name(source_name)
         self._check_new_name(processor_name)
         _check_supplier(processor_name, state_update_supplier)
         if store_name in self._state_factories:
-            raise TopologyException(f"A different StateStore has already been added with the name {store_name}")
+            raise TopologyException(
+                f"A different StateStore has already been added with the name {store_name}"
+            )
         if store_name in self._global_state_builders:
             raise TopologyException(
                 f"A different GlobalStateStore has already been added with the name {store_name}"
             )
         logging = getattr(store_builder, "logging_enabled", None)
         if callable(logging) and logging():
-            raise TopologyException(f"StateStore {store_name} for global table must not have logging enabled.")
+            raise TopologyException(
+                f"StateStore {store_name} for global table must not have logging enabled."
+            )
         if source_name == processor_name:
             raise TopologyException(f"sourceName and processorName must be different ({source_name}).")
         self._validate_topic_not_registered(topic)
@@ -270,7 +286,9 @@ class InternalTopologyBuilder:
         self, name: str, kind: Literal["repartition", "changelog"], partitions: int | None = None
     ) -> None:
         if kind not in ("repartition", "changelog"):
-            raise TopologyException(f"Internal topic {name}: kind must be 'repartition' or 'changelog', got {kind!r}")
+            raise TopologyException(
+                f"Internal topic {name}: kind must be 'repartition' or 'changelog', got {kind!r}"
+            )
         if partitions is not None and partitions < 1:
             raise TopologyException(f"Internal topic {name}: partitions must be >= 1, got {partitions}")
         self._internal_topics[name] = InternalTopicProperties(kind, partitions)
@@ -380,7 +398,9 @@ class InternalTopologyBuilder:
 
     def subtopology_ids(self) -> list[int]:
         """Ids of the sub-topologies that generate tasks (global store groups excluded)."""
-        return [i for i, nodes in self.node_groups().items() if not any(self._is_global_source(n) for n in nodes)]
+        return [
+            i for i, nodes in self.node_groups().items() if not any(self._is_global_source(n) for n in nodes)
+        ]
 
     # ------------------------------------------------------------------ describe
     def describe(self) -> TopologyDescription:
@@ -426,7 +446,9 @@ class InternalTopologyBuilder:
                         counts[t] = props.partitions
             if counts and set(counts) == topics and len(set(counts.values())) > 1:
                 detail = ", ".join(f"{t}={n}" for t, n in sorted(counts.items()))
-                raise TopologyException(f"Following topics do not have the same number of partitions: [{detail}]")
+                raise TopologyException(
+                    f"Following topics do not have the same number of partitions: [{detail}]"
+                )
 
     def build_topology(self, node_names: Iterable[str] | None = None) -> ProcessorTopology:
         """A runnable topology of ``node_names`` (default: every non-global node), fresh processors.
@@ -462,9 +484,7 @@ class InternalTopologyBuilder:
                 continue
             node: ProcessorNode
             if isinstance(f, _SourceFactory):
-                node = SourceNode(
-                    name, [], f.key_deserializer, f.value_deserializer, f.timestamp_extractor
-                )
+                node = SourceNode(name, [], f.key_deserializer, f.value_deserializer, f.timestamp_extractor)
                 for topic in f.topics:
                     actual = self._maybe_decorate(topic)
                     node.topics.append(actual)
@@ -483,12 +503,16 @@ class InternalTopologyBuilder:
                     if store_name in self._state_factories and store_name not in stores:
                         stores[store_name] = self._state_factories[store_name].builder
             else:
-                topic = None if f.topic is None else self._maybe_decorate(f.topic)
-                node = SinkNode(name, topic, f.topic_extractor, f.key_serializer, f.value_serializer, f.partitioner)
+                sink_topic = None if f.topic is None else self._maybe_decorate(f.topic)
+                node = SinkNode(
+                    name, sink_topic, f.topic_extractor, f.key_serializer, f.value_serializer, f.partitioner
+                )
                 sinks[name] = node
             for pred in f.predecessors:
                 if pred not in nodes:
-                    raise TopologyException(f"Node {name}: predecessor {pred} is not part of the topology being built")
+                    raise TopologyException(
+                        f"Node {name}: predecessor {pred} is not part of the topology being built"
+                    )
                 nodes[pred].add_child(node)
             nodes[name] = node
             processors.append(node)
@@ -545,14 +569,19 @@ class InternalTopologyBuilder:
                 "it should not be explicitly passed."
             )
         if store_name not in self._state_factories:
-            raise TopologyException(f"StateStore {store_name} is not added yet (connecting it to {processor_name}).")
+            raise TopologyException(
+                f"StateStore {store_name} is not added yet (connecting it to {processor_name})."
+            )
         if processor_name not in self._factories:
-            raise TopologyException(f"Processor {processor_name} is not added yet (connecting store {store_name}).")
+            raise TopologyException(
+                f"Processor {processor_name} is not added yet (connecting store {store_name})."
+            )
         factory = self._state_factories[store_name]
         node = self._factories[processor_name]
         if not isinstance(node, _ProcessorFactory):
             raise TopologyException(
-                f"cannot connect a state store {store_name} to a source node or a sink node ({processor_name})."
+                f"cannot connect a state store {store_name} to a source node or a sink node "
+                f"({processor_name})."
             )
         if factory.users:
             self._grouper.unite(factory.users[0], processor_name)

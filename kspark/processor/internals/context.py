@@ -45,7 +45,9 @@ class TaskServices(Protocol):
 
     def wall_clock_ms(self) -> int: ...
 
-    def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Punctuator) -> Cancellable: ...
+    def schedule(
+        self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Punctuator
+    ) -> Cancellable: ...
 
     def record_dropped(self, reason: str) -> None: ...
 
@@ -109,7 +111,9 @@ class InternalProcessorContext(ProcessorContext):
     def timestamp(self) -> int:
         rc = self.record_context
         if rc is None:
-            raise StreamsException("This should not happen as timestamp() should only be called while a record is processed")
+            raise StreamsException(
+                "This should not happen as timestamp() should only be called while a record is processed"
+            )
         return rc.timestamp
 
     def headers(self) -> Headers:
@@ -149,14 +153,14 @@ class InternalProcessorContext(ProcessorContext):
                     self.current_node = child
                     child.process(record)
             else:
-                child = node.child(child_name)
-                if child is None:
+                named = node.child(child_name)
+                if named is None:
                     raise StreamsException(
                         f"Unknown downstream node: {child_name} either does not exist or is not connected to "
                         f"this processor ({node.name})."
                     )
-                self.current_node = child
-                child.process(record)
+                self.current_node = named
+                named.process(record)
         finally:
             self.record_context = previous_context
             self.current_node = node
@@ -206,7 +210,9 @@ class InternalProcessorContext(ProcessorContext):
     def log_change(self, store_name: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
         """Send a changelog record for ``store_name`` (only stores with logging enabled call this)."""
         topic = self._changelog_topics.get(store_name) or f"{self.application_id()}-{store_name}-changelog"
-        self.record_collector.send_serialized(topic, self._changelog_partition, key, value, Headers(), timestamp)
+        self.record_collector.send_serialized(
+            topic, self._changelog_partition, key, value, Headers(), timestamp
+        )
 
     # ---------------------------------------------------------------- metrics and errors
     def record_dropped(self, reason: str = "") -> None:
@@ -231,7 +237,7 @@ class InternalProcessorContext(ProcessorContext):
         ctx = self.error_context(node.name)
         try:
             response = to_response(self._processing_handler(ctx, record, error), "ProcessingExceptionHandler")
-        except Exception as fatal:  # noqa: BLE001 - a failing handler is fatal, as in Kafka
+        except Exception as fatal:
             raise FailedProcessingException(node.name, fatal) from error
         self.record_collector.maybe_send_to_dead_letter_queue(ctx, error)
         if response is HandlerResponse.FAIL:

@@ -9,6 +9,7 @@ computed the way Kafka computes them (including its walk order over a Java
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,9 @@ __all__ = [
     "TopologyDescription",
     "describe_subtopology",
 ]
+
+
+_ROUTINES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.LambdaType)
 
 
 def _node_before(a: NodeDescription, b: NodeDescription) -> bool:
@@ -95,7 +99,13 @@ class SinkDescription(NodeDescription):
         if self.topic is not None:
             return f"Sink: {self.name} (topic: {self.topic})\n      <-- {_names(self.predecessors)}"
         ex: Any = self.topic_name_extractor
-        label = getattr(ex, "__qualname__", None) or type(ex).__qualname__
+        # Kafka prints the extractor's toString(): use a user-defined __str__, else the name
+        if not isinstance(ex, _ROUTINES) and (
+            type(ex).__str__ is not object.__str__ or type(ex).__repr__ is not object.__repr__
+        ):
+            label = str(ex)
+        else:
+            label = getattr(ex, "__qualname__", None) or type(ex).__qualname__
         return f"Sink: {self.name} (extractor class: {label})\n      <-- {_names(self.predecessors)}"
 
 

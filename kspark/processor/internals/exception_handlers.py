@@ -71,7 +71,9 @@ class ExceptionHandler:
     def handle(self, context: ErrorHandlerContext, record: Any, exception: BaseException) -> HandlerResponse:
         return self.response
 
-    def __call__(self, context: ErrorHandlerContext, record: Any, exception: BaseException) -> HandlerResponse:
+    def __call__(
+        self, context: ErrorHandlerContext, record: Any, exception: BaseException
+    ) -> HandlerResponse:
         return self.handle(context, record, exception)
 
 

@@ -54,7 +54,9 @@ class GlobalStateTask:
     def wall_clock_ms(self) -> int:
         return self._wall_clock()
 
-    def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Punctuator) -> Cancellable:
+    def schedule(
+        self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
         raise StreamsException("schedule() is not supported for global state update processors")
 
     def record_dropped(self, reason: str = "") -> None:
@@ -82,7 +84,9 @@ class GlobalStateTask:
         if rec is None:
             return
         ctx = self.context
-        ctx.record_context = ProcessorRecordContext(rec.timestamp, rec.offset, rec.partition, rec.topic, rec.headers)
+        ctx.record_context = ProcessorRecordContext(
+            rec.timestamp, rec.offset, rec.partition, rec.topic, rec.headers
+        )
         ctx.current_node = source
         try:
             source.process(Record(rec.key, rec.value, rec.timestamp, rec.headers))

@@ -43,7 +43,9 @@ class FailedProcessingException(Exception):
 class ProcessorNode:
     """A node of the running topology; ``processor`` is None for sources and sinks."""
 
-    def __init__(self, name: str, processor: Processor[Any, Any] | None, state_store_names: list[str]) -> None:
+    def __init__(
+        self, name: str, processor: Processor[Any, Any] | None, state_store_names: list[str]
+    ) -> None:
         self.name = name
         self.processor = processor
         self.state_store_names: list[str] = list(state_store_names)
@@ -89,7 +91,7 @@ class ProcessorNode:
             self.processor.process(record)
         except (FailedProcessingException, TaskMigratedException):
             raise
-        except Exception as e:  # noqa: BLE001 - every user error goes to the processing handler
+        except Exception as e:
             self.context.handle_processing_exception(self, record, e)
 
     def __repr__(self) -> str:
@@ -119,14 +121,16 @@ class SourceNode(ProcessorNode):
             serde = context.key_serde()
             if serde is None:
                 raise TopologyException(
-                    f"Source node {self.name} has no key deserializer and no 'default.key.serde' is configured"
+                    f"Source node {self.name} has no key deserializer and no "
+                    "'default.key.serde' is configured"
                 )
             self.key_deserializer = serde.deserializer()
         if self.value_deserializer is None:
             serde = context.value_serde()
             if serde is None:
                 raise TopologyException(
-                    f"Source node {self.name} has no value deserializer and no 'default.value.serde' is configured"
+                    f"Source node {self.name} has no value deserializer and no "
+                    "'default.value.serde' is configured"
                 )
             self.value_deserializer = serde.deserializer()
 
@@ -179,7 +183,8 @@ class SinkNode(ProcessorNode):
             serde = context.value_serde()
             if serde is None:
                 raise TopologyException(
-                    f"Sink node {self.name} has no value serializer and no 'default.value.serde' is configured"
+                    f"Sink node {self.name} has no value serializer and no "
+                    "'default.value.serde' is configured"
                 )
             self.value_serializer = serde.serializer()
 

@@ -29,7 +29,7 @@ class _RepointableCancellable(Cancellable):
 class PunctuationSchedule:
     """One due time of a recurring punctuation of a node."""
 
-    __slots__ = ("node", "timestamp", "interval", "punctuator", "cancelled", "cancellable")
+    __slots__ = ("cancellable", "cancelled", "interval", "node", "punctuator", "timestamp")
 
     def __init__(
         self,

@@ -58,7 +58,9 @@ class RecordCollector:
         partitioner: Callable[..., Any] | None = None,
     ) -> None:
         if partitioner is None:
-            self._send_one(topic, None, key, value, headers, timestamp, key_serializer, value_serializer, node_name)
+            self._send_one(
+                topic, None, key, value, headers, timestamp, key_serializer, value_serializer, node_name
+            )
             return
         num = self._partitions_for(topic)
         if num is None or num < 1:
@@ -68,7 +70,9 @@ class RecordCollector:
             )
         chosen = partitioner(topic, key, value, num)
         if chosen is None:
-            self._send_one(topic, None, key, value, headers, timestamp, key_serializer, value_serializer, node_name)
+            self._send_one(
+                topic, None, key, value, headers, timestamp, key_serializer, value_serializer, node_name
+            )
             return
         partitions = [chosen] if isinstance(chosen, int) else list(dict.fromkeys(chosen))
         if not partitions:
@@ -77,9 +81,12 @@ class RecordCollector:
         for p in partitions:
             if not isinstance(p, int) or not 0 <= p < num:
                 raise StreamsException(
-                    f"Partitioner of sink {node_name} returned partition {p!r} for topic {topic} with {num} partitions"
+                    f"Partitioner of sink {node_name} returned partition {p!r} for topic {topic} "
+                    f"with {num} partitions"
                 )
-            self._send_one(topic, p, key, value, headers, timestamp, key_serializer, value_serializer, node_name)
+            self._send_one(
+                topic, p, key, value, headers, timestamp, key_serializer, value_serializer, node_name
+            )
 
     def _send_one(
         self,
@@ -96,7 +103,7 @@ class RecordCollector:
         for origin, serializer, obj in (("KEY", key_serializer, key), ("VALUE", value_serializer, value)):
             try:
                 data = serializer.serialize(topic, obj)
-            except Exception as e:  # noqa: BLE001 - every serializer error goes to the handler
+            except Exception as e:
                 self._handle_serialization_error(origin, topic, partition, timestamp, node_name, e)
                 return
             if origin == "KEY":
@@ -106,13 +113,21 @@ class RecordCollector:
         self._buffer.append(OutputRecord(topic, partition, key_bytes, value_bytes, timestamp, headers.copy()))
 
     def _handle_serialization_error(
-        self, origin: str, topic: str, partition: int | None, timestamp: int, node_name: str | None, error: Exception
+        self,
+        origin: str,
+        topic: str,
+        partition: int | None,
+        timestamp: int,
+        node_name: str | None,
+        error: Exception,
     ) -> None:
         ctx = self.error_context(node_name) if self.error_context else None
         try:
             response = to_response(self._handler(ctx, None, error), "ProductionExceptionHandler")
-        except Exception as fatal:  # noqa: BLE001
-            raise StreamsException(f"Fatal user code error in production error callback: {fatal!r}") from error
+        except Exception as fatal:
+            raise StreamsException(
+                f"Fatal user code error in production error callback: {fatal!r}"
+            ) from error
         if ctx is not None:
             self.maybe_send_to_dead_letter_queue(ctx, error)
         if response is HandlerResponse.FAIL:

@@ -98,12 +98,19 @@ class RecordQueue:
 
                 if isinstance(e, StreamsException):
                     raise
-                raise StreamsException(f"Fatal user code error in TimestampExtractor callback for record {record}") from e
+                raise StreamsException(
+                    f"Fatal user code error in TimestampExtractor callback for record {record}"
+                ) from e
             if ts < 0:
                 _log.warning(
-                    "Skipping record due to negative extracted timestamp. topic=[%s] partition=[%s] offset=[%s] "
+                    "Skipping record due to negative extracted timestamp. "
+                    "topic=[%s] partition=[%s] offset=[%s] "
                     "extractedTimestamp=[%s] extractor=[%s]",
-                    record.topic, record.partition, record.offset, ts, type(self._extractor).__name__,
+                    record.topic,
+                    record.partition,
+                    record.offset,
+                    ts,
+                    type(self._extractor).__name__,
                 )
                 self._on_dropped("negative timestamp")
                 continue

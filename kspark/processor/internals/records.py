@@ -35,8 +35,10 @@ class RawRecord:
     headers: Headers = field(default_factory=Headers)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.headers, Headers):
-            object.__setattr__(self, "headers", _headers(self.headers))
+        # callers may pass a plain list of (key, value) pairs
+        headers: Any = self.headers
+        if not isinstance(headers, Headers):
+            object.__setattr__(self, "headers", _headers(headers))
 
 
 @dataclass(frozen=True)

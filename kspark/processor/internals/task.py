@@ -14,7 +14,7 @@ while task.process():                      # one record per call; False when not
     task.maybe_punctuate_stream_time()
     task.commit()                          # flush stores (what Kafka does at commit)
 task.set_wall_clock(ms); task.maybe_punctuate_system_time()
-task.drain_output()                        # -> [OutputRecord(topic, partition|None, key, value, timestamp, headers)]
+task.drain_output()   # -> [OutputRecord(topic, partition|None, key, value, timestamp, headers)]
 task.stream_time, task.dropped_records_total
 task.close()
 ```
@@ -39,7 +39,12 @@ from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.api import Cancellable, Headers, PunctuationType, Punctuator, Record
 from kspark.processor.internals.context import InternalProcessorContext
 from kspark.processor.internals.exception_handlers import ErrorHandlerContext, HandlerResponse, to_response
-from kspark.processor.internals.nodes import FailedProcessingException, ProcessorNode, ProcessorTopology, SourceNode
+from kspark.processor.internals.nodes import (
+    FailedProcessingException,
+    ProcessorNode,
+    ProcessorTopology,
+    SourceNode,
+)
 from kspark.processor.internals.punctuation import PunctuationQueue, PunctuationSchedule
 from kspark.processor.internals.record_collector import RecordCollector
 from kspark.processor.internals.record_queue import PartitionGroup, RecordQueue
@@ -64,14 +69,24 @@ def deserialize_raw(
         key = source.deserialize_key(raw.topic, raw.headers, raw.key)
         value = source.deserialize_value(raw.topic, raw.headers, raw.value)
         return ConsumerRecord(raw.topic, raw.partition, raw.offset, raw.timestamp, key, value, raw.headers)
-    except Exception as error:  # noqa: BLE001 - every deserializer error goes to the handler
+    except Exception as error:
         ctx = ErrorHandlerContext(
-            raw.topic, raw.partition, raw.offset, raw.headers, source.name, task_id, raw.timestamp, raw.key, raw.value
+            raw.topic,
+            raw.partition,
+            raw.offset,
+            raw.headers,
+            source.name,
+            task_id,
+            raw.timestamp,
+            raw.key,
+            raw.value,
         )
         try:
             response = to_response(handler(ctx, raw, error), "DeserializationExceptionHandler")
-        except Exception as fatal:  # noqa: BLE001
-            raise StreamsException(f"Fatal user code error in deserialization error callback: {fatal!r}") from error
+        except Exception as fatal:
+            raise StreamsException(
+                f"Fatal user code error in deserialization error callback: {fatal!r}"
+            ) from error
         if collector is not None:
             collector.maybe_send_to_dead_letter_queue(ctx, error)
         if response is HandlerResponse.FAIL:
@@ -83,7 +98,10 @@ def deserialize_raw(
             ) from error
         _log.warning(
             "Skipping record due to deserialization error. topic=[%s] partition=[%s] offset=[%s]: %s",
-            raw.topic, raw.partition, raw.offset, error,
+            raw.topic,
+            raw.partition,
+            raw.offset,
+            error,
         )
         on_dropped("deserialization error")
         return None
@@ -154,7 +172,9 @@ class StreamTask:
     def request_commit(self) -> None:
         self.commit_requested = True
 
-    def schedule(self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Punctuator) -> Cancellable:
+    def schedule(
+        self, node: ProcessorNode, interval: int, kind: PunctuationType, callback: Punctuator
+    ) -> Cancellable:
         if kind is PunctuationType.STREAM_TIME:
             # aligned to 0: fires as soon as stream time is known
             return self._stream_punctuations.schedule(PunctuationSchedule(node, 0, interval, callback))
@@ -186,19 +206,21 @@ class StreamTask:
             self.context.current_node = node
             try:
                 node.close()
-            except Exception as e:  # noqa: BLE001 - close everything, report the first failure
+            except Exception as e:
                 errors.append(e)
             finally:
                 self.context.current_node = None
         for store in self.stores.values():
             try:
                 store.close()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(e)
         self._stream_punctuations.close()
         self._system_punctuations.close()
         if errors:
-            raise StreamsException(f"Task {self.task_id}: failure while closing: {errors[0]!r}") from errors[0]
+            raise StreamsException(f"Task {self.task_id}: failure while closing: {errors[0]!r}") from errors[
+                0
+            ]
 
     # ------------------------------------------------------------------ input
     def add_records(self, topic: str, partition: int, records: Iterable[RawRecord]) -> int:
@@ -235,7 +257,9 @@ class StreamTask:
             return True
         rec = stamped.record
         ctx = self.context
-        ctx.record_context = ProcessorRecordContext(stamped.timestamp, rec.offset, rec.partition, rec.topic, rec.headers)
+        ctx.record_context = ProcessorRecordContext(
+            stamped.timestamp, rec.offset, rec.partition, rec.topic, rec.headers
+        )
         ctx.raw_key, ctx.raw_value = stamped.raw.key, stamped.raw.value
         ctx.current_node = queue.source
         try:
@@ -244,7 +268,7 @@ class StreamTask:
             raise StreamsException(self._process_error(e.node_name, rec, e.cause)) from e.cause
         except (StreamsException, TaskMigratedException):
             raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             node = ctx.current_node.name if ctx.current_node else queue.source.name
             raise StreamsException(self._process_error(node, rec, e)) from e
         finally:
@@ -279,10 +303,14 @@ class StreamTask:
             self.commit_requested = True
         return fired
 
-    def _punctuate(self, node: ProcessorNode, timestamp: int, kind: PunctuationType, punctuator: Punctuator) -> None:
+    def _punctuate(
+        self, node: ProcessorNode, timestamp: int, kind: PunctuationType, punctuator: Punctuator
+    ) -> None:
         ctx = self.context
         if ctx.current_node is not None:
-            raise StreamsException(f"Task {self.task_id}: cannot punctuate while node {ctx.current_node.name} runs")
+            raise StreamsException(
+                f"Task {self.task_id}: cannot punctuate while node {ctx.current_node.name} runs"
+            )
         ctx.record_context = ProcessorRecordContext(timestamp, -1, -1, None, Headers())
         ctx.raw_key = ctx.raw_value = None
         ctx.current_node = node
@@ -290,17 +318,20 @@ class StreamTask:
             punctuator(timestamp)
         except FailedProcessingException as e:
             raise StreamsException(
-                f"task [{self.task_id}] Exception caught while punctuating processor '{node.name}': {e.cause!r}"
+                f"task [{self.task_id}] Exception caught while punctuating processor "
+                f"'{node.name}': {e.cause!r}"
             ) from e.cause
         except TaskMigratedException:
             raise
-        except Exception as e:  # noqa: BLE001 - user errors go to the processing handler
+        except Exception as e:
             ectx = ctx.error_context(node.name)
             handler = self.config.processing_exception_handler()
             try:
                 response = to_response(handler(ectx, None, e), "ProcessingExceptionHandler")
-            except Exception as fatal:  # noqa: BLE001
-                raise StreamsException(f"Fatal user code error in processing error callback: {fatal!r}") from e
+            except Exception as fatal:
+                raise StreamsException(
+                    f"Fatal user code error in processing error callback: {fatal!r}"
+                ) from e
             if response is HandlerResponse.FAIL:
                 raise StreamsException(
                     f"task [{self.task_id}] Exception caught while punctuating processor '{node.name}': {e!r}"

@@ -46,7 +46,9 @@ class _RecordTimestamp(TimestampExtractor):
         return ts
 
     @abstractmethod
-    def on_invalid_timestamp(self, record: ConsumerRecord, record_timestamp: int, partition_time: int) -> int: ...
+    def on_invalid_timestamp(
+        self, record: ConsumerRecord, record_timestamp: int, partition_time: int
+    ) -> int: ...
 
 
 class FailOnInvalidTimestamp(_RecordTimestamp):
