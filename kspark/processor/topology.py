@@ -19,7 +19,9 @@ __all__ = ["Topology"]
 
 def _deserializer(x: Any) -> Any:
     # a Serde is accepted where a (de)serializer is expected
-    return x.deserializer() if x is not None and hasattr(x, "deserializer") and callable(x.deserializer) else x
+    return (
+        x.deserializer() if x is not None and hasattr(x, "deserializer") and callable(x.deserializer) else x
+    )
 
 
 def _serializer(x: Any) -> Any:
@@ -56,8 +58,10 @@ class Topology:
         )
         return self
 
-    def add_processor(self, name: str, supplier: Callable[[], Processor[Any, Any]], *parent_names: str) -> Topology:
-        """A processor made by ``supplier`` (a zero-arg callable or a Processor class), child of the parents."""
+    def add_processor(
+        self, name: str, supplier: Callable[[], Processor[Any, Any]], *parent_names: str
+    ) -> Topology:
+        """A processor made by ``supplier`` (zero-arg callable or Processor class), child of the parents."""
         self._internal_builder.add_processor(name, supplier, *parent_names)
         return self
 

@@ -19,7 +19,9 @@ class Noop(Processor[Any, Any]):
 
 
 def kv_store(name: str) -> Any:
-    return Stores.key_value_store_builder(Stores.in_memory_key_value_store(name), Serdes.String(), Serdes.String())
+    return Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store(name), Serdes.String(), Serdes.String()
+    )
 
 
 def window_store(name: str) -> Any:
@@ -165,12 +167,18 @@ def test_describe_stream_stream_join_like_kafka() -> None:
     t.add_processor("KSTREAM-WINDOWED-0000000003", Noop, "KSTREAM-SOURCE-0000000001")
     t.add_processor("KSTREAM-JOINTHIS-0000000004", Noop, "KSTREAM-WINDOWED-0000000002")
     t.add_processor("KSTREAM-JOINOTHER-0000000005", Noop, "KSTREAM-WINDOWED-0000000003")
-    t.add_processor("KSTREAM-MERGE-0000000006", Noop, "KSTREAM-JOINTHIS-0000000004", "KSTREAM-JOINOTHER-0000000005")
-    t.add_state_store(
-        window_store("KSTREAM-JOINTHIS-0000000004-store"), "KSTREAM-WINDOWED-0000000002", "KSTREAM-JOINOTHER-0000000005"
+    t.add_processor(
+        "KSTREAM-MERGE-0000000006", Noop, "KSTREAM-JOINTHIS-0000000004", "KSTREAM-JOINOTHER-0000000005"
     )
     t.add_state_store(
-        window_store("KSTREAM-JOINOTHER-0000000005-store"), "KSTREAM-WINDOWED-0000000003", "KSTREAM-JOINTHIS-0000000004"
+        window_store("KSTREAM-JOINTHIS-0000000004-store"),
+        "KSTREAM-WINDOWED-0000000002",
+        "KSTREAM-JOINOTHER-0000000005",
+    )
+    t.add_state_store(
+        window_store("KSTREAM-JOINOTHER-0000000005-store"),
+        "KSTREAM-WINDOWED-0000000003",
+        "KSTREAM-JOINTHIS-0000000004",
     )
     assert str(t.describe()) == (
         "Topologies:\n"
@@ -204,7 +212,9 @@ def test_describe_repartitioned_topology_has_two_subtopologies() -> None:
     b.add_internal_topic("KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition", "repartition")
     b.add_processor("KSTREAM-FILTER-0000000005", Noop, "KSTREAM-KEY-SELECT-0000000001")
     b.add_sink(
-        "KSTREAM-SINK-0000000004", "KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition", "KSTREAM-FILTER-0000000005"
+        "KSTREAM-SINK-0000000004",
+        "KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition",
+        "KSTREAM-FILTER-0000000005",
     )
     b.add_source("KSTREAM-SOURCE-0000000006", ["KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition"])
     b.add_processor("KSTREAM-AGGREGATE-0000000003", Noop, "KSTREAM-SOURCE-0000000006")
@@ -224,7 +234,7 @@ def test_describe_repartitioned_topology_has_two_subtopologies() -> None:
         "      <-- KSTREAM-FILTER-0000000005\n"
         "\n"
         "  Sub-topology: 1\n"
-        "    Source: KSTREAM-SOURCE-0000000006 (topics: [KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition])\n"
+        "    Source: KSTREAM-SOURCE-0000000006 (topics: [KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition])\n"  # noqa: E501
         "      --> KSTREAM-AGGREGATE-0000000003\n"
         "    Processor: KSTREAM-AGGREGATE-0000000003 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000002])\n"
         "      --> none\n"
@@ -280,13 +290,15 @@ def test_describe_global_store_and_extractor_sink() -> None:
     t = Topology()
     t.add_source("source", "input-topic")
     t.add_sink("sink", Extractor(), "source")
-    t.add_global_store(kv_store("globalStore").with_logging_disabled(), "globalSource", "globalTopic", "globalProc", Noop)
+    t.add_global_store(
+        kv_store("globalStore").with_logging_disabled(), "globalSource", "globalTopic", "globalProc", Noop
+    )
     assert str(t.describe()) == (
         "Topologies:\n"
         "   Sub-topology: 0\n"
         "    Source: source (topics: [input-topic])\n"
         "      --> sink\n"
-        "    Sink: sink (extractor class: anonymous topic name extractor. topic is [recordContext.topic()]-[key])\n"
+        "    Sink: sink (extractor class: anonymous topic name extractor. topic is [recordContext.topic()]-[key])\n"  # noqa: E501
         "      <-- source\n"
         "\n"
         "  Sub-topology: 1 for global store (will not generate tasks)\n"
@@ -304,6 +316,7 @@ def test_describe_global_store_first_takes_id_zero() -> None:
     t.add_source("src", "in")
     text = str(t.describe())
     assert text.startswith(
-        "Topologies:\n   Sub-topology: 0 for global store (will not generate tasks)\n    Source: gsrc (topics: [gtopic])"
+        "Topologies:\n   Sub-topology: 0 for global store (will not generate tasks)\n"
+        "    Source: gsrc (topics: [gtopic])"
     )
     assert "  Sub-topology: 1\n    Source: src (topics: [in])\n      --> none\n\n" in text

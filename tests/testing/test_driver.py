@@ -38,7 +38,7 @@ def string_topology(*chain: tuple[str, Any]) -> Topology:
 class Dedupe(Processor[str, str]):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.store = context.get_state_store("seen")
+        self.store: Any = context.get_state_store("seen")
 
     def process(self, record: Record[str, str]) -> None:
         if self.store.get(record.key) is None:
@@ -48,7 +48,9 @@ class Dedupe(Processor[str, str]):
 
 def dedupe_topology() -> Topology:
     t = string_topology(("dedupe", Dedupe))
-    t.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"), S, S), "dedupe")
+    t.add_state_store(
+        Stores.key_value_store_builder(Stores.in_memory_key_value_store("seen"), S, S), "dedupe"
+    )
     return t
 
 
@@ -100,9 +102,8 @@ def test_input_topic_clock_auto_advance() -> None:
 
 
 def test_unknown_input_topic_names_the_topic() -> None:
-    with TopologyTestDriver(string_topology()) as d:
-        with pytest.raises(ValueError, match="Unknown topic: nope"):
-            d.create_input_topic("nope", S, S).pipe_input("k", "v", timestamp=0)
+    with TopologyTestDriver(string_topology()) as d, pytest.raises(ValueError, match="Unknown topic: nope"):
+        d.create_input_topic("nope", S, S).pipe_input("k", "v", timestamp=0)
 
 
 class AddHeader(Processor[str, str]):
@@ -169,9 +170,18 @@ def test_internal_repartition_topic_is_decorated_and_fed_back() -> None:
     b.add_source("src", ["in"], key_deserializer=S.deserializer(), value_deserializer=S.deserializer())
     b.add_processor("rekey", lambda: RekeyByValue(), "src")
     b.add_internal_topic("by-value-repartition", "repartition")
-    b.add_sink("rsink", "by-value-repartition", "rekey", key_serializer=S.serializer(), value_serializer=S.serializer())
+    b.add_sink(
+        "rsink",
+        "by-value-repartition",
+        "rekey",
+        key_serializer=S.serializer(),
+        value_serializer=S.serializer(),
+    )
     b.add_source(
-        "rsrc", ["by-value-repartition"], key_deserializer=S.deserializer(), value_deserializer=S.deserializer()
+        "rsrc",
+        ["by-value-repartition"],
+        key_deserializer=S.deserializer(),
+        value_deserializer=S.deserializer(),
     )
     b.add_sink("sink", "out", "rsrc", key_serializer=S.serializer(), value_serializer=S.serializer())
     with TopologyTestDriver(Topology(b), {"application.id": "app"}) as d:
@@ -214,7 +224,9 @@ class Punctuating(Processor[str, str]):
 
 
 def test_stream_time_punctuation_is_aligned_and_skips_missed_intervals() -> None:
-    with TopologyTestDriver(string_topology(("p", lambda: Punctuating(PunctuationType.STREAM_TIME, 10)))) as d:
+    with TopologyTestDriver(
+        string_topology(("p", lambda: Punctuating(PunctuationType.STREAM_TIME, 10)))
+    ) as d:
         i = d.create_input_topic("in", S, S)
         o = d.create_output_topic("out", S, S)
         for ts in (0, 5, 25, 22, 30):
@@ -263,7 +275,9 @@ def test_processing_error_fails_by_default_naming_the_processor() -> None:
     with TopologyTestDriver(string_topology(("failing", Failing))) as d:
         i = d.create_input_topic("in", S, S)
         i.pipe_input("k", "ok", timestamp=1)
-        with pytest.raises(StreamsException, match="taskId=0_0, processor=failing, topic=in, partition=0, offset=1"):
+        with pytest.raises(
+            StreamsException, match="taskId=0_0, processor=failing, topic=in, partition=0, offset=1"
+        ):
             i.pipe_input("k", "boom", timestamp=2)
 
 
@@ -285,8 +299,11 @@ def test_deserialization_error_log_and_continue_counts_dropped_record() -> None:
         good.pipe_input("a", 1, timestamp=1)
         bad.pipe_input("b", "not eight bytes", timestamp=2)
         good.pipe_input("c", 3, timestamp=3)
-        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [KeyValue("a", 1), KeyValue("c", 3)]
-        (name, value), = d.metrics().items()
+        assert d.create_output_topic("out", S, L).read_key_values_to_list() == [
+            KeyValue("a", 1),
+            KeyValue("c", 3),
+        ]
+        ((name, value),) = d.metrics().items()
         assert (name.name, name.group, name.tags, value) == (
             "dropped-records-total",
             "stream-task-metrics",
@@ -299,16 +316,21 @@ def test_deserialization_error_log_and_fail_raises() -> None:
     L = Serdes.Long()
     t = Topology().add_source("src", "in", key_deserializer=S, value_deserializer=L)
     t.add_sink("sink", "out", "src", key_serializer=S, value_serializer=L)
-    with TopologyTestDriver(t, {"default.deserialization.exception.handler": "log_and_fail"}) as d:
-        with pytest.raises(StreamsException, match="Deserialization exception handler is set to fail"):
-            d.create_input_topic("in", S, S).pipe_input("b", "bad", timestamp=2)
+    with (
+        TopologyTestDriver(t, {"default.deserialization.exception.handler": "log_and_fail"}) as d,
+        pytest.raises(StreamsException, match="Deserialization exception handler is set to fail"),
+    ):
+        d.create_input_topic("in", S, S).pipe_input("b", "bad", timestamp=2)
 
 
 def test_dead_letter_queue_receives_the_raw_record() -> None:
     L = Serdes.Long()
     t = Topology().add_source("src", "in", key_deserializer=S, value_deserializer=L)
     t.add_sink("sink", "out", "src", key_serializer=S, value_serializer=L)
-    cfg = {"deserialization.exception.handler": "log_and_continue", "errors.dead.letter.queue.topic.name": "dlq"}
+    cfg = {
+        "deserialization.exception.handler": "log_and_continue",
+        "errors.dead.letter.queue.topic.name": "dlq",
+    }
     with TopologyTestDriver(t, cfg) as d:
         d.create_input_topic("in", S, S).pipe_input("b", "bad", timestamp=2)
         rec = d.create_output_topic("dlq", S, S).read_record()
@@ -317,9 +339,11 @@ def test_dead_letter_queue_receives_the_raw_record() -> None:
 
 
 def test_negative_timestamp_fails_by_default_and_is_dropped_with_log_and_skip() -> None:
-    with TopologyTestDriver(string_topology()) as d:
-        with pytest.raises(StreamsException, match="invalid \\(negative\\) timestamp"):
-            d.pipe_raw("in", -1, b"k", b"v")
+    with (
+        TopologyTestDriver(string_topology()) as d,
+        pytest.raises(StreamsException, match="invalid \\(negative\\) timestamp"),
+    ):
+        d.pipe_raw("in", -1, b"k", b"v")
     cfg = {"default.timestamp.extractor": "LogAndSkipOnInvalidTimestamp"}
     with TopologyTestDriver(string_topology(), cfg) as d:
         d.pipe_raw("in", -1, b"k", b"v")
@@ -385,9 +409,11 @@ def test_production_exception_handler_on_serialization_error() -> None:
     L = Serdes.Long()
     t = Topology().add_source("src", "in", key_deserializer=S, value_deserializer=S)
     t.add_sink("sink", "out", "src", key_serializer=S, value_serializer=L)
-    with TopologyTestDriver(t) as d:
-        with pytest.raises(StreamsException, match="serialize the value of a record for topic out"):
-            d.create_input_topic("in", S, S).pipe_input("k", "not a long", timestamp=0)
+    with (
+        TopologyTestDriver(t) as d,
+        pytest.raises(StreamsException, match="serialize the value of a record for topic out"),
+    ):
+        d.create_input_topic("in", S, S).pipe_input("k", "not a long", timestamp=0)
     with TopologyTestDriver(t, {"production.exception.handler": "log_and_continue"}) as d:
         d.create_input_topic("in", S, S).pipe_input("k", "not a long", timestamp=0)
         assert d.create_output_topic("out", S, L).is_empty()
@@ -396,7 +422,7 @@ def test_production_exception_handler_on_serialization_error() -> None:
 
 class GlobalLoader(Processor[str, str]):
     def init(self, context: ProcessorContext) -> None:
-        self.store = context.get_state_store("countries")
+        self.store: Any = context.get_state_store("countries")
 
     def process(self, record: Record[str, str]) -> None:
         self.store.put(record.key, record.value)
@@ -405,7 +431,7 @@ class GlobalLoader(Processor[str, str]):
 class Enrich(Processor[str, str]):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
-        self.store = context.get_state_store("countries")
+        self.store: Any = context.get_state_store("countries")
 
     def process(self, record: Record[str, str]) -> None:
         self.context.forward(record.with_value(f"{record.value}@{self.store.get(record.value)}"))
@@ -413,8 +439,12 @@ class Enrich(Processor[str, str]):
 
 def test_global_store_is_updated_from_its_topic_and_readable_by_processors() -> None:
     t = string_topology(("enrich", Enrich))
-    store = Stores.key_value_store_builder(Stores.in_memory_key_value_store("countries"), S, S).with_logging_disabled()
-    t.add_global_store(store, "gsrc", "countries-topic", "gload", GlobalLoader, key_deserializer=S, value_deserializer=S)
+    store = Stores.key_value_store_builder(
+        Stores.in_memory_key_value_store("countries"), S, S
+    ).with_logging_disabled()
+    t.add_global_store(
+        store, "gsrc", "countries-topic", "gload", GlobalLoader, key_deserializer=S, value_deserializer=S
+    )
     with TopologyTestDriver(t) as d:
         d.create_input_topic("countries-topic", S, S).pipe_input("nl", "Netherlands", timestamp=0)
         d.create_input_topic("in", S, S).pipe_input("u1", "nl", timestamp=1)
@@ -425,7 +455,7 @@ def test_global_store_is_updated_from_its_topic_and_readable_by_processors() -> 
 def test_timestamped_store_accessors() -> None:
     class Put(Processor[str, str]):
         def init(self, context: ProcessorContext) -> None:
-            self.store = context.get_state_store("ts")
+            self.store: Any = context.get_state_store("ts")
 
         def process(self, record: Record[str, str]) -> None:
             from kspark.state import ValueAndTimestamp
@@ -434,7 +464,8 @@ def test_timestamped_store_accessors() -> None:
 
     t = string_topology(("put", Put))
     t.add_state_store(
-        Stores.timestamped_key_value_store_builder(Stores.persistent_timestamped_key_value_store("ts"), S, S), "put"
+        Stores.timestamped_key_value_store_builder(Stores.persistent_timestamped_key_value_store("ts"), S, S),
+        "put",
     )
     with TopologyTestDriver(t) as d:
         d.create_input_topic("in", S, S).pipe_input("k", "v", timestamp=42)

@@ -100,12 +100,14 @@ class SinkDescription(NodeDescription):
             return f"Sink: {self.name} (topic: {self.topic})\n      <-- {_names(self.predecessors)}"
         ex: Any = self.topic_name_extractor
         # Kafka prints the extractor's toString(): use a user-defined __str__, else the name
+        cls: Any = type(ex)
+        label: str
         if not isinstance(ex, _ROUTINES) and (
-            type(ex).__str__ is not object.__str__ or type(ex).__repr__ is not object.__repr__
+            cls.__str__ is not object.__str__ or cls.__repr__ is not object.__repr__
         ):
             label = str(ex)
         else:
-            label = getattr(ex, "__qualname__", None) or type(ex).__qualname__
+            label = str(getattr(ex, "__qualname__", None) or cls.__qualname__)
         return f"Sink: {self.name} (extractor class: {label})\n      <-- {_names(self.predecessors)}"
 
 

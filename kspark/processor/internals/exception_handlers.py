@@ -63,6 +63,16 @@ class ErrorHandlerContext:
     origin: str | None = field(default=None)
 
 
+def _where(context: ErrorHandlerContext | None) -> str:
+    if context is None:
+        return "no record context"
+    return (
+        f"processor node: {context.processor_node_id}, taskId: {context.task_id}, "
+        f"source topic: {context.topic}, source partition: {context.partition}, "
+        f"source offset: {context.offset}"
+    )
+
+
 class ExceptionHandler:
     """Base class of the built-in handlers; subclasses override ``handle``."""
 
@@ -83,16 +93,7 @@ class LogAndContinueExceptionHandler(ExceptionHandler):
     response = HandlerResponse.CONTINUE
 
     def handle(self, context: ErrorHandlerContext, record: Any, exception: BaseException) -> HandlerResponse:
-        _log.warning(
-            "Exception caught, processor node: %s, taskId: %s, source topic: %s, source partition: %s, "
-            "source offset: %s; continuing: %s",
-            context.processor_node_id,
-            context.task_id,
-            context.topic,
-            context.partition,
-            context.offset,
-            exception,
-        )
+        _log.warning("Exception caught (%s); continuing: %s", _where(context), exception)
         return HandlerResponse.CONTINUE
 
 
@@ -102,16 +103,7 @@ class LogAndFailExceptionHandler(ExceptionHandler):
     response = HandlerResponse.FAIL
 
     def handle(self, context: ErrorHandlerContext, record: Any, exception: BaseException) -> HandlerResponse:
-        _log.error(
-            "Exception caught, processor node: %s, taskId: %s, source topic: %s, source partition: %s, "
-            "source offset: %s; failing: %s",
-            context.processor_node_id,
-            context.task_id,
-            context.topic,
-            context.partition,
-            context.offset,
-            exception,
-        )
+        _log.error("Exception caught (%s); failing: %s", _where(context), exception)
         return HandlerResponse.FAIL
 
 
