@@ -474,3 +474,45 @@ def test_timestamped_store_accessors() -> None:
         assert d.get_key_value_store("ts").get("k") == "v"
         assert d.get_window_store("ts") is None
         assert d.get_key_value_store("missing") is None
+
+
+def test_fixed_key_processor_may_not_change_the_key() -> None:
+    from kspark.processor import FixedKeyProcessor
+
+    class Upper(FixedKeyProcessor[str, str]):
+        def init(self, context: ProcessorContext) -> None:
+            self.context = context
+
+        def process(self, record: Record[str, str]) -> None:
+            self.context.forward(record.with_value(record.value.upper()))
+            if record.value == "rekey":
+                self.context.forward(record.with_key("other"))
+
+    with TopologyTestDriver(string_topology(("upper", Upper))) as d:
+        i = d.create_input_topic("in", S, S)
+        i.pipe_input("k", "v", timestamp=0)
+        assert d.create_output_topic("out", S, S).read_key_value() == KeyValue("k", "V")
+        with pytest.raises(StreamsException, match="processor=upper"):
+            i.pipe_input("k", "rekey", timestamp=1)
+
+
+def test_window_store_access() -> None:
+    class WindowPut(Processor[str, str]):
+        def init(self, context: ProcessorContext) -> None:
+            self.store: Any = context.get_state_store("w")
+
+        def process(self, record: Record[str, str]) -> None:
+            self.store.put(record.key, record.value, record.timestamp - record.timestamp % 10)
+
+    t = string_topology(("wput", WindowPut))
+    t.add_state_store(
+        Stores.window_store_builder(Stores.in_memory_window_store("w", 1000, 10, False), S, S), "wput"
+    )
+    with TopologyTestDriver(t) as d:
+        i = d.create_input_topic("in", S, S)
+        i.pipe_input("k", "a", timestamp=13)
+        i.pipe_input("k", "b", timestamp=27)
+        w = d.get_window_store("w")
+        assert [(kv.key, kv.value) for kv in w.fetch("k", 0, 100)] == [(10, "a"), (20, "b")]
+        assert d.get_key_value_store("w") is None
+        assert d.get_session_store("w") is None
