@@ -1,0 +1,236 @@
+"""``KafkaStreams``: runs a topology on Spark Structured Streaming over real Kafka.
+
+The lifecycle and names are Kafka Streams' (``start``, ``close``,
+``cleanup``, ``state``, state listener, uncaught-exception handler);
+``process_available`` is kspark's addition: process everything the input
+topics hold now, then return (Spark's ``availableNow`` trigger), which is
+what tests, batch back-fills and the demo want. pyspark is imported only
+here and in :mod:`kspark.runtime.spark`, never by the model.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kspark.config import StreamsConfig
+from kspark.errors import InvalidStateStoreException, StreamsException
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kspark.processor.topology import Topology
+    from kspark.runtime.spark.runner import SparkRunner
+
+__all__ = ["KafkaStreams", "StreamsUncaughtExceptionHandler"]
+
+_log = logging.getLogger(__name__)
+
+
+class _State(enum.Enum):
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+    def is_running_or_rebalancing(self) -> bool:
+        return self in (_State.RUNNING, _State.REBALANCING)
+
+    def has_started_or_finished_shutting_down(self) -> bool:
+        return self in (_State.PENDING_SHUTDOWN, _State.NOT_RUNNING, _State.PENDING_ERROR, _State.ERROR)
+
+
+# Kafka Streams' allowed transitions (KafkaStreams.State#validTransition).
+_VALID: dict[_State, set[_State]] = {
+    _State.CREATED: {_State.REBALANCING, _State.PENDING_ERROR, _State.PENDING_SHUTDOWN},
+    _State.REBALANCING: {_State.RUNNING, _State.REBALANCING, _State.PENDING_ERROR, _State.PENDING_SHUTDOWN},
+    _State.RUNNING: {_State.REBALANCING, _State.RUNNING, _State.PENDING_ERROR, _State.PENDING_SHUTDOWN},
+    _State.PENDING_SHUTDOWN: {_State.NOT_RUNNING},
+    _State.NOT_RUNNING: set(),
+    _State.PENDING_ERROR: {_State.ERROR},
+    _State.ERROR: set(),
+}
+
+
+class StreamsUncaughtExceptionHandler(enum.Enum):
+    """What to do after a processing failure: Kafka Streams' handler responses."""
+
+    REPLACE_THREAD = "REPLACE_THREAD"
+    SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"
+    SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
+
+
+class KafkaStreams:
+    """A Kafka Streams application, executed as Spark Structured Streaming queries."""
+
+    State = _State
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: Mapping[str, Any] | StreamsConfig,
+        *,
+        spark: SparkSession | None = None,
+    ) -> None:
+        # Validate before anything starts: a bad key fails here, naming it.
+        self._config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
+        self._topology = topology
+        topology.internal_builder.set_application_id(self._config.application_id())
+        topology.internal_builder.validate()
+        self._spark = spark
+        self._runner: SparkRunner | None = None
+        self._state = _State.CREATED
+        self._lock = threading.RLock()
+        self._state_listener: Callable[[_State, _State], None] | None = None
+        self._exception_handler: Callable[[BaseException], StreamsUncaughtExceptionHandler] | None = None
+        self._monitor: threading.Thread | None = None
+        self._stop_monitor = threading.Event()
+
+    # ------------------------------------------------------------------ state
+    def state(self) -> _State:
+        return self._state
+
+    def _set_state(self, new: _State) -> None:
+        with self._lock:
+            old = self._state
+            if new not in _VALID[old] and new is not old:
+                raise StreamsException(f"Invalid transition from {old.value} to {new.value}")
+            self._state = new
+        if self._state_listener is not None and new is not old:
+            self._state_listener(new, old)
+
+    def set_state_listener(self, listener: Callable[[_State, _State], None]) -> None:
+        """``listener(new_state, old_state)``; only before ``start``, as in Kafka Streams."""
+        if self._state is not _State.CREATED:
+            raise StreamsException("Can only set a state listener in CREATED state")
+        self._state_listener = listener
+
+    def set_uncaught_exception_handler(
+        self, handler: Callable[[BaseException], StreamsUncaughtExceptionHandler]
+    ) -> None:
+        if self._state is not _State.CREATED:
+            raise StreamsException("Can only set an uncaught exception handler in CREATED state")
+        self._exception_handler = handler
+
+    # ------------------------------------------------------------------ running
+    def _ensure_runner(self) -> SparkRunner:
+        if self._runner is None:
+            from kspark.runtime.spark.runner import SparkRunner
+            from kspark.runtime.spark.session import create_spark_session, use_spark_session
+
+            spark_conf = {k: str(v) for k, v in self._config.originals().items() if k.startswith("spark.")}
+            spark = (
+                use_spark_session(self._spark)
+                if self._spark is not None
+                else create_spark_session(spark_conf)
+            )
+            self._runner = SparkRunner(self._topology, self._config, spark)
+        return self._runner
+
+    def start(self) -> None:
+        """Start processing continuously; returns once the queries are running."""
+        if self._state is not _State.CREATED:
+            raise StreamsException(f"KafkaStreams is not in CREATED state (it is {self._state.value})")
+        self._set_state(_State.REBALANCING)
+        try:
+            self._ensure_runner().start()
+        except BaseException:
+            self._fail()
+            raise
+        self._set_state(_State.RUNNING)
+        self._monitor = threading.Thread(target=self._watch, name="kspark-monitor", daemon=True)
+        self._monitor.start()
+
+    def process_available(self) -> int:
+        """Process every record available in the input topics now, then return (returns input count)."""
+        if self._state.has_started_or_finished_shutting_down():
+            raise StreamsException(f"KafkaStreams is {self._state.value}")
+        if self._monitor is not None:
+            raise StreamsException("process_available() cannot run while start() keeps queries running")
+        if self._state is _State.CREATED:
+            self._set_state(_State.REBALANCING)
+        try:
+            count = self._ensure_runner().process_available()
+        except BaseException as e:
+            self._handle_failure(e)
+            raise
+        if self._state is not _State.RUNNING:
+            self._set_state(_State.RUNNING)
+        return count
+
+    def _watch(self) -> None:
+        runner = self._runner
+        assert runner is not None
+        while not self._stop_monitor.wait(0.5):
+            exc = runner.failure()
+            if exc is not None:
+                self._handle_failure(exc)
+                return
+
+    def _handle_failure(self, exc: BaseException) -> None:
+        _log.error("kspark application %s failed: %s", self._config.application_id(), exc)
+        if self._exception_handler is not None:
+            response = self._exception_handler(exc)
+            if response is StreamsUncaughtExceptionHandler.REPLACE_THREAD and self._runner is not None:
+                _log.warning("REPLACE_THREAD: restarting the failed queries from their checkpoints")
+                self._runner.stop()
+                self._runner.start()
+                return
+        self._fail()
+
+    def _fail(self) -> None:
+        if self._runner is not None:
+            try:
+                self._runner.stop()
+            except StreamsException as e:
+                _log.error("while shutting down after a failure: %s", e)
+        if self._state is not _State.ERROR:
+            if self._state is not _State.PENDING_ERROR:
+                self._set_state(_State.PENDING_ERROR)
+            self._set_state(_State.ERROR)
+
+    def close(self, timeout: timedelta | float | None = None) -> bool:
+        """Stop all queries (committed work stays committed); True when everything stopped."""
+        if self._state in (_State.NOT_RUNNING, _State.ERROR):
+            return True
+        self._stop_monitor.set()
+        self._set_state(_State.PENDING_SHUTDOWN)
+        if self._runner is not None:
+            self._runner.stop()
+        if self._monitor is not None and self._monitor is not threading.current_thread():
+            seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+            self._monitor.join(seconds)
+        self._set_state(_State.NOT_RUNNING)
+        return True
+
+    def cleanup(self) -> None:
+        """Delete this application's local state (checkpoints); only while not running."""
+        if self._state.is_running_or_rebalancing():
+            raise StreamsException("Cannot clean up while running; call close() first")
+        shutil.rmtree(Path(self._config.state_dir()) / self._config.application_id(), ignore_errors=True)
+
+    # ------------------------------------------------------------------ queries
+    def store(self, name: str, store_type: Any = None) -> Any:
+        """Interactive queries are not available on the Spark runner yet."""
+        if not self._state.is_running_or_rebalancing():
+            raise InvalidStateStoreException(
+                f"Cannot get state store {name} because the stream thread is {self._state.value}, not RUNNING"
+            )
+        raise InvalidStateStoreException(
+            f"Cannot query store {name}: interactive queries on the Spark runner are not implemented yet"
+        )
+
+    def __enter__(self) -> KafkaStreams:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

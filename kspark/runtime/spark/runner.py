@@ -1,0 +1,234 @@
+"""Driver side of the Spark runner: a topology compiled to Spark Structured Streaming queries.
+
+One streaming query per sub-topology. Sub-topologies are joined by their
+repartition topics in Kafka, exactly as Kafka Streams joins them; a query
+that has nothing but stateless processors runs them in ``mapInArrow`` with
+no shuffle, one with state stores groups its input by task
+(:mod:`kspark.runtime.spark.tasks`). Every query writes its output with
+kspark's own Kafka sink from ``foreachBatch``, so a micro-batch is a
+commit: input offsets (Spark's checkpoint), state (Spark's state store) and
+outputs move together, and ``commit.interval.ms`` is the trigger interval.
+
+The driver only plans: records are read, processed and written on
+executors; what reaches the driver per batch is one count per Spark task.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kspark.config import StreamsConfig
+from kspark.errors import StreamsException
+from kspark.runtime.spark.kafka_io import OUTPUT_DDL, KafkaSinkWriter, producer_config, read_kafka
+from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from kspark.processor.topology import Topology
+
+__all__ = ["SubtopologyPlan", "SparkRunner", "MissingSourceTopicException"]
+
+_log = logging.getLogger(__name__)
+
+
+class MissingSourceTopicException(StreamsException):
+    """A source topic of the topology does not exist on the cluster."""
+
+
+@dataclass(frozen=True)
+class SubtopologyPlan:
+    """How one sub-topology runs: its input topics and whether it needs a stateful stage."""
+
+    subtopology: int
+    source_topics: tuple[str, ...]
+    stateful: bool
+    query_name: str
+
+
+class _SinkBatch:
+    """The ``foreachBatch`` function: produce a batch's output rows from the executors."""
+
+    def __init__(self, producer_conf: dict[str, Any], on_batch: Callable[[int, int], None] | None) -> None:
+        self.producer_conf = producer_conf
+        self.on_batch = on_batch
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        rows = df.mapInArrow(KafkaSinkWriter(self.producer_conf), "written long").collect()
+        written = sum(int(r["written"]) for r in rows)
+        if self.on_batch is not None:
+            self.on_batch(batch_id, written)
+
+
+class SparkRunner:
+    """Plans, starts and stops the streaming queries of one application."""
+
+    def __init__(self, topology: Topology, config: StreamsConfig, spark: SparkSession) -> None:
+        self.topology = topology
+        self.config = config
+        self.spark = spark
+        self.builder = topology.internal_builder
+        self.builder.set_application_id(config.application_id())
+        self.builder.validate()
+        self.queries: list[StreamingQuery] = []
+        self.records_written = 0
+        self.partitions: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ planning
+    def plan(self) -> list[SubtopologyPlan]:
+        plans = []
+        groups = self.builder.node_groups()
+        for sub in self.builder.subtopology_ids():
+            nodes = groups[sub]
+            topics = sorted({self._topic(t) for n in nodes for t in self.builder.source_topics_of(n)})
+            stateful = any(self.builder.node_stores(n) for n in nodes)
+            plans.append(
+                SubtopologyPlan(
+                    sub, tuple(topics), stateful, f"{self.config.application_id()}-subtopology-{sub}"
+                )
+            )
+        return plans
+
+    def _topic(self, name: str) -> str:
+        """The topic's name on the cluster: internal topics carry the application id."""
+        return self.builder.decorate_topic(name) if self.builder.is_internal_topic(name) else name
+
+    def checkpoint_dir(self, plan: SubtopologyPlan) -> str:
+        return os.path.join(
+            self.config.state_dir(), self.config.application_id(), "spark", f"subtopology-{plan.subtopology}"
+        )
+
+    def _changelog_topics(self) -> dict[str, str]:
+        app = self.config.application_id()
+        topics = {f"{app}-{store}-changelog": store for store in self.builder.state_store_names()}
+        for store, topic in getattr(self.builder, "_store_to_changelog_topic", {}).items():
+            topics[self._topic(topic)] = store
+        return topics
+
+    # ------------------------------------------------------------------ topics
+    def prepare_topics(self) -> None:
+        """Fail on missing source topics; create the repartition topics the topology declares."""
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+        admin = AdminClient({"bootstrap.servers": ",".join(self.config.bootstrap_servers())})
+        metadata = admin.list_topics(timeout=30)
+        existing = {name: len(t.partitions) for name, t in metadata.topics.items()}
+        internal = {self._topic(n): p for n, p in self.builder.internal_topics().items()}
+        external = [
+            self._topic(t) for t in self.builder.source_topic_names() if not self.builder.is_internal_topic(t)
+        ]
+        missing = sorted(t for t in external if t not in existing)
+        if missing:
+            raise MissingSourceTopicException(
+                f"Source topics {missing} of application '{self.config.application_id()}' do not exist on "
+                f"{','.join(self.config.bootstrap_servers())}; create them before starting"
+            )
+        max_source = max((existing[t] for t in external), default=1)
+        to_create = []
+        for topic, props in internal.items():
+            if props.kind != "repartition" or topic in existing:
+                continue
+            to_create.append(
+                NewTopic(topic, num_partitions=props.partitions or max_source, replication_factor=-1)
+            )
+        self.partitions = dict(existing)
+        for t in to_create:
+            self.partitions[t.topic] = t.num_partitions
+        if to_create:
+            for topic, fut in admin.create_topics(to_create).items():
+                try:
+                    fut.result()
+                except Exception as e:  # an existing topic (a racing instance) is fine
+                    if "TOPIC_ALREADY_EXISTS" not in str(e):
+                        raise StreamsException(f"Could not create internal topic {topic}: {e}") from e
+
+    # ------------------------------------------------------------------ queries
+    def _stage(self, plan: SubtopologyPlan) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
+        reset = str(self.config.get("auto.offset.reset") or "earliest")
+        source = read_kafka(
+            self.spark,
+            ",".join(self.config.bootstrap_servers()),
+            {t: self.partitions[t] for t in plan.source_topics},
+            starting_offsets="latest" if reset == "latest" else "earliest",
+            options=options,
+        )
+        spec = TopologySpec(
+            self.topology, self.config.originals(), plan.subtopology, self._changelog_topics()
+        )
+        if not plan.stateful:
+            return source.mapInArrow(StatelessStage(spec), OUTPUT_DDL)
+        return (
+            source.withColumn(TASK_INPUT_COLUMN, F.col("partition"))
+            .groupBy(TASK_INPUT_COLUMN)
+            .transformWithStateInPandas(TaskStage(spec), OUTPUT_DDL, "Update", "None")
+        )
+
+    def _on_batch(self, batch_id: int, written: int) -> None:
+        self.records_written += written
+
+    def start_query(self, plan: SubtopologyPlan, *, available_now: bool) -> StreamingQuery:
+        producer_conf = producer_config(
+            ",".join(self.config.bootstrap_servers()),
+            {k: v for k, v in self.config.prefixed("producer.").items()},
+        )
+        writer = (
+            self._stage(plan)
+            .writeStream.queryName(plan.query_name)
+            .foreachBatch(_SinkBatch(producer_conf, self._on_batch))
+            .option("checkpointLocation", self.checkpoint_dir(plan))
+            .outputMode("update")
+        )
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{self.config.commit_interval_ms()} milliseconds")
+        query = writer.start()
+        self.queries.append(query)
+        return query
+
+    def process_available(self) -> int:
+        """Run each sub-topology over what its topics hold now, upstream first, until nothing moves."""
+        self.prepare_topics()
+        plans = self.plan()
+        total = 0
+        for _ in range(max(2, len(plans) + 1)):
+            moved = 0
+            for plan in plans:
+                query = self.start_query(plan, available_now=True)
+                query.awaitTermination()
+                self.queries.remove(query)
+                moved += sum(int(p.get("numInputRows", 0)) for p in query.recentProgress)
+            total += moved
+            if moved == 0 or len(plans) == 1:
+                break
+        return total
+
+    def start(self) -> list[StreamingQuery]:
+        self.prepare_topics()
+        return [self.start_query(plan, available_now=False) for plan in self.plan()]
+
+    def failure(self) -> BaseException | None:
+        for q in self.queries:
+            exc = q.exception()
+            if exc is not None:
+                return exc
+        return None
+
+    def stop(self) -> None:
+        errors = []
+        for q in list(self.queries):
+            try:
+                q.stop()
+            except Exception as e:  # keep stopping the others, then report
+                errors.append(e)
+        self.queries.clear()
+        if errors:
+            raise StreamsException(f"Stopping {len(errors)} queries failed: {errors[0]}") from errors[0]

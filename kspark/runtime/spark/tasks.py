@@ -1,0 +1,283 @@
+"""Executor side of the Spark runner: Kafka Streams tasks hosted inside Spark tasks.
+
+A kspark topology is split into sub-topologies exactly as Kafka Streams
+splits it; a sub-topology over input partition ``p`` is the task ``<id>_<p>``.
+The Spark runner runs the very same engine as the test driver
+(:class:`kspark.processor.internals.task.StreamTask`) inside Spark:
+
+* :class:`StatelessStage` (``mapInArrow``) for a sub-topology without state
+  stores or punctuation: no shuffle, Spark's partition of a Kafka
+  topic-partition is the task's input.
+* :class:`TaskStage` (``transformWithStateInPandas`` grouped by the task's
+  partition number) for a sub-topology with stores. The grouping key is the
+  *task*, not the record key, so one call per task per micro-batch carries
+  all of its records (per-key Python/JVM round trips would dominate:
+  shared/DESIGN.md), processing order and stream time are Kafka Streams'
+  per-task ones whatever the batch cuts, and processors may touch any key
+  of their stores. Each store's changelog lives in a Spark ``MapState``
+  (key bytes -> value bytes and timestamp): the engine's changelog records
+  are applied to it at the end of every batch, and a task that is not
+  already warm in this Python worker is restored from it, as Kafka Streams
+  restores a store from its changelog topic.
+
+Both stages emit ``OUTPUT_DDL`` rows (a serialized output record each) and
+hold only picklable configuration; engine objects are built lazily in the
+worker and kept warm across micro-batches.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kspark.config import StreamsConfig
+from kspark.processor.api import Headers
+from kspark.processor.internals.records import OutputRecord, RawRecord
+from kspark.processor.internals.task import StreamTask
+from kspark.runtime.spark.kafka_io import encode_headers
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+    from kspark.processor.topology import Topology
+
+__all__ = [
+    "TASK_INPUT_COLUMN",
+    "TopologySpec",
+    "StatelessStage",
+    "TaskStage",
+]
+
+TASK_INPUT_COLUMN = "kspark_task"
+"""The grouping column of a stateful stage: the input partition, i.e. the task."""
+
+
+def _kafka_headers(raw: Any) -> Headers:
+    """Headers as Spark's Kafka source gives them (list of {key, value}) to engine Headers."""
+    if raw is None or len(raw) == 0:
+        return Headers()
+    return Headers([(h["key"], h["value"]) for h in raw])
+
+
+@dataclass(frozen=True)
+class TopologySpec:
+    """Everything an executor needs to build the tasks of one sub-topology (picklable)."""
+
+    topology: Topology
+    config: Mapping[str, Any]
+    subtopology: int
+    changelog_topics: Mapping[str, str]  # changelog topic -> store name
+
+    def build_task(self, partition: int) -> StreamTask:
+        builder = self.topology.internal_builder
+        nodes = builder.node_groups()[self.subtopology]
+        task = StreamTask(
+            f"{self.subtopology}_{partition}",
+            builder.build_topology(nodes),
+            StreamsConfig(dict(self.config)),
+            partition=partition,
+            wall_clock_ms=int(time.time() * 1000),
+        )
+        task.initialize()
+        return task
+
+
+# Tasks stay warm in a Python worker between micro-batches: Spark reuses workers.
+_WARM: dict[tuple[str, int, int], tuple[int, StreamTask]] = {}
+_WARM_LOCK = threading.Lock()
+
+
+def _app_id(spec: TopologySpec) -> str:
+    return str(spec.config.get("application.id"))
+
+
+def _run(task: StreamTask) -> list[OutputRecord]:
+    """Process everything queued, punctuate, commit: one micro-batch is one Kafka Streams commit."""
+    while task.process():
+        task.maybe_punctuate_stream_time()
+    task.maybe_punctuate_system_time(int(time.time() * 1000))
+    task.commit()
+    return task.drain_output()
+
+
+def _output_batch(records: list[OutputRecord]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict(
+        {
+            "topic": [r.topic for r in records],
+            "partition": [r.partition for r in records],
+            "timestamp": [r.timestamp for r in records],
+            "key": [r.key for r in records],
+            "value": [r.value for r in records],
+            "headers": [encode_headers(r.headers) for r in records],
+        },
+        schema=_output_schema(),
+    )
+
+
+def _output_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("timestamp", pa.int64()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers", pa.binary()),
+        ]
+    )
+
+
+class StatelessStage:
+    """``mapInArrow`` body for a sub-topology without stores: one Kafka topic-partition per call."""
+
+    def __init__(self, spec: TopologySpec) -> None:
+        self.spec = spec
+
+    def _task(self, partition: int) -> StreamTask:
+        key = (_app_id(self.spec), self.spec.subtopology, partition)
+        with _WARM_LOCK:
+            warm = _WARM.get(key)
+            if warm is None:
+                warm = (0, self.spec.build_task(partition))
+                _WARM[key] = warm
+        return warm[1]
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            cols = batch.to_pydict()
+            by_tp: dict[tuple[str, int], list[RawRecord]] = {}
+            for topic, partition, offset, ts, key, value, headers in zip(
+                cols["topic"],
+                cols["partition"],
+                cols["offset"],
+                cols["timestamp"],
+                cols["key"],
+                cols["value"],
+                cols["headers"],
+                strict=True,
+            ):
+                by_tp.setdefault((topic, partition), []).append(
+                    RawRecord(topic, partition, offset, ts, key, value, _kafka_headers(headers))
+                )
+            out: list[OutputRecord] = []
+            for (topic, partition), records in by_tp.items():
+                task = self._task(partition)
+                task.add_records(topic, partition, records)
+                out.extend(_run(task))
+            yield _output_batch(out)
+
+
+def _stateful_processor_base() -> type:
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    return StatefulProcessor
+
+
+class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
+    """``transformWithStateInPandas`` body: one Kafka Streams task per grouping key.
+
+    State per task: ``meta`` (epoch, stream time) and one ``MapState`` per
+    store holding its changelog. The epoch says whether the warm task in
+    this worker saw every batch so far; if not (another worker ran the task,
+    or the application restarted), the task is rebuilt and its stores are
+    restored from the MapStates.
+    """
+
+    def __init__(self, spec: TopologySpec) -> None:
+        self.spec = spec
+
+    def init(self, handle: Any) -> None:
+        from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+        self._meta = handle.getValueState(
+            "meta", StructType([StructField("epoch", LongType()), StructField("stream_time", LongType())])
+        )
+        key_schema = StructType([StructField("k", BinaryType())])
+        value_schema = StructType([StructField("v", BinaryType()), StructField("ts", LongType())])
+        builder = self.spec.topology.internal_builder
+        stores = builder.node_groups()[self.spec.subtopology]
+        names = sorted({s for n in stores for s in builder.node_stores(n)})
+        self._stores = {name: handle.getMapState(f"store_{name}", key_schema, value_schema) for name in names}
+
+    def _warm_task(self, partition: int) -> tuple[int, StreamTask]:
+        meta = self._meta.get() if self._meta.exists() else None
+        epoch = int(meta[0]) if meta else 0
+        key = (_app_id(self.spec), self.spec.subtopology, partition)
+        with _WARM_LOCK:
+            warm = _WARM.get(key)
+        if warm is not None and warm[0] == epoch:
+            return warm
+        if warm is not None:
+            warm[1].close()
+        task = self.spec.build_task(partition)
+        callbacks = task.context.restore_callbacks
+        for name, state in self._stores.items():
+            restore = callbacks.get(name)
+            if restore is None:
+                continue
+            restore([(k[0], v[0], int(v[1])) for k, v in state.iterator()])
+        if meta:
+            # Kafka Streams restores partition time from committed offset metadata;
+            # here it is part of the task's state.
+            task.partition_group.stream_time = int(meta[1])
+        return epoch, task
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
+    ) -> Iterator[pd.DataFrame]:
+        import pandas as pd
+
+        partition = int(key[0])
+        epoch, task = self._warm_task(partition)
+        frames = [f for f in rows if len(f)]
+        if frames:
+            data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            data = data.sort_values(["topic", "offset"], kind="stable")
+            for topic, group in data.groupby("topic", sort=True):
+                task.add_records(
+                    str(topic),
+                    partition,
+                    [
+                        RawRecord(str(topic), partition, int(o), int(t), k, v, _kafka_headers(h))
+                        for o, t, k, v, h in zip(
+                            group["offset"],
+                            group["timestamp"],
+                            group["key"],
+                            group["value"],
+                            group["headers"],
+                            strict=True,
+                        )
+                    ],
+                )
+        outputs = _run(task)
+        emitted = self._apply_changelog(outputs)
+        self._meta.update((epoch + 1, task.stream_time()))
+        with _WARM_LOCK:
+            _WARM[(_app_id(self.spec), self.spec.subtopology, partition)] = (epoch + 1, task)
+        yield _output_batch(emitted).to_pandas()
+
+    def _apply_changelog(self, outputs: list[OutputRecord]) -> list[OutputRecord]:
+        """Write changelog records to the MapStates; return the records meant for Kafka."""
+        emitted: list[OutputRecord] = []
+        for rec in outputs:
+            store = self.spec.changelog_topics.get(rec.topic)
+            if store is None:
+                emitted.append(rec)
+                continue
+            state = self._stores[store]
+            if rec.value is None:
+                state.removeKey((rec.key,))
+            else:
+                state.updateValue((rec.key,), (rec.value, rec.timestamp))
+        return emitted
+
+    def close(self) -> None:
+        pass
