@@ -141,6 +141,20 @@ def test_group_by_with_subtractor_moves_key_between_groups() -> None:
         assert store.get("eu") == 0 and store.get("us") == 1
 
 
+def test_group_by_without_grouped_serdes_uses_config_defaults() -> None:
+    # No Grouped: the repartition topic's Change serde gets its inner serde from
+    # default.value.serde when the sink/source initialise (Kafka's WrappingNullableUtils).
+    b = StreamsBuilder()
+    b.table("users").group_by(lambda user, region: (region, user)).count().to_stream().to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("users", S, S)
+        i.pipe_input("alice", "eu", timestamp=1)
+        i.pipe_input("bob", "eu", timestamp=2)
+        i.pipe_input("alice", "us", timestamp=3)  # subtract from eu, then add to us
+        i.pipe_input("bob", None, timestamp=4)  # delete: subtract from eu
+        assert records(d, "out", L) == [("eu", 1, 1), ("eu", 2, 2), ("eu", 1, 3), ("us", 1, 3), ("eu", 0, 4)]
+
+
 def test_group_by_same_group_update_is_one_change() -> None:
     b = StreamsBuilder()
     (

@@ -98,6 +98,30 @@ class ProcessorNode:
         return f"{type(self).__name__}({self.name!r})"
 
 
+def _resolve_serde(
+    given: Any, context: InternalProcessorContext, kind: str, node_name: str, *, is_key: bool
+) -> Any:
+    """Kafka's ``WrappingNullableUtils``: fill in the config's default serde where a node has none.
+
+    A missing (de)serializer becomes the default serde's; a wrapping one whose
+    inner serde was left unset (e.g. the ``Change`` serde of ``KTable.group_by``'s
+    repartition topic without ``Grouped`` serdes) fills it in via ``init_nullable``.
+    """
+    which = "key" if is_key else "value"
+    role = "deserializer" if kind == "Source" else "serializer"
+    if given is None:
+        serde = context.key_serde() if is_key else context.value_serde()
+        if serde is None:
+            raise TopologyException(
+                f"{kind} node {node_name} has no {which} {role} and no 'default.{which}.serde' is configured"
+            )
+        return serde.deserializer() if kind == "Source" else serde.serializer()
+    init_nullable = getattr(given, "init_nullable", None)
+    if callable(init_nullable):
+        init_nullable(context)
+    return given
+
+
 class SourceNode(ProcessorNode):
     """Reads one or more topics: deserializes, extracts timestamps, forwards to its children."""
 
@@ -117,22 +141,12 @@ class SourceNode(ProcessorNode):
 
     def init(self, context: InternalProcessorContext) -> None:
         self.context = context
-        if self.key_deserializer is None:
-            serde = context.key_serde()
-            if serde is None:
-                raise TopologyException(
-                    f"Source node {self.name} has no key deserializer and no "
-                    "'default.key.serde' is configured"
-                )
-            self.key_deserializer = serde.deserializer()
-        if self.value_deserializer is None:
-            serde = context.value_serde()
-            if serde is None:
-                raise TopologyException(
-                    f"Source node {self.name} has no value deserializer and no "
-                    "'default.value.serde' is configured"
-                )
-            self.value_deserializer = serde.deserializer()
+        self.key_deserializer = _resolve_serde(
+            self.key_deserializer, context, "Source", self.name, is_key=True
+        )
+        self.value_deserializer = _resolve_serde(
+            self.value_deserializer, context, "Source", self.name, is_key=False
+        )
 
     def deserialize_key(self, topic: str, headers: Headers, data: bytes | None) -> Any:
         return self.key_deserializer.deserialize(topic, data)
@@ -172,21 +186,10 @@ class SinkNode(ProcessorNode):
 
     def init(self, context: InternalProcessorContext) -> None:
         self.context = context
-        if self.key_serializer is None:
-            serde = context.key_serde()
-            if serde is None:
-                raise TopologyException(
-                    f"Sink node {self.name} has no key serializer and no 'default.key.serde' is configured"
-                )
-            self.key_serializer = serde.serializer()
-        if self.value_serializer is None:
-            serde = context.value_serde()
-            if serde is None:
-                raise TopologyException(
-                    f"Sink node {self.name} has no value serializer and no "
-                    "'default.value.serde' is configured"
-                )
-            self.value_serializer = serde.serializer()
+        self.key_serializer = _resolve_serde(self.key_serializer, context, "Sink", self.name, is_key=True)
+        self.value_serializer = _resolve_serde(
+            self.value_serializer, context, "Sink", self.name, is_key=False
+        )
 
     def process(self, record: Record[Any, Any]) -> None:
         assert self.context is not None
