@@ -33,33 +33,38 @@ _EXPORTS: dict[str, str] = {
     "SlidingWindows": "kspark.kstream.windows",
     "SessionWindows": "kspark.kstream.windows",
     "JoinWindows": "kspark.kstream.windows",
+    "EmitStrategy": "kspark.kstream.windows",
     "Suppressed": "kspark.kstream.suppressed",
     "Windowed": "kspark.kstream.windowed",
     "Window": "kspark.kstream.windowed",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = [*sorted(_EXPORTS), "__version__"]
 
 if TYPE_CHECKING:
-    from kspark.kafka_streams import KafkaStreams
-    from kspark.key_value import KeyValue
-    from kspark.kstream.builder import StreamsBuilder
-    from kspark.kstream.config_objects import (
-        Branched,
-        Consumed,
-        Grouped,
-        Joined,
-        Materialized,
-        Named,
-        Printed,
-        Produced,
-        Repartitioned,
-        StreamJoined,
-    )
-    from kspark.kstream.suppressed import Suppressed
-    from kspark.kstream.windowed import Window, Windowed
-    from kspark.kstream.windows import JoinWindows, SessionWindows, SlidingWindows, TimeWindows
-    from kspark.processor.topology import Topology
+    # "import X as X": an explicit re-export, so strict mypy lets callers import these from kspark
+    from kspark.kafka_streams import KafkaStreams as KafkaStreams
+    from kspark.key_value import KeyValue as KeyValue
+    from kspark.kstream.builder import StreamsBuilder as StreamsBuilder
+    from kspark.kstream.config_objects import Branched as Branched
+    from kspark.kstream.config_objects import Consumed as Consumed
+    from kspark.kstream.config_objects import Grouped as Grouped
+    from kspark.kstream.config_objects import Joined as Joined
+    from kspark.kstream.config_objects import Materialized as Materialized
+    from kspark.kstream.config_objects import Named as Named
+    from kspark.kstream.config_objects import Printed as Printed
+    from kspark.kstream.config_objects import Produced as Produced
+    from kspark.kstream.config_objects import Repartitioned as Repartitioned
+    from kspark.kstream.config_objects import StreamJoined as StreamJoined
+    from kspark.kstream.suppressed import Suppressed as Suppressed
+    from kspark.kstream.windowed import Window as Window
+    from kspark.kstream.windowed import Windowed as Windowed
+    from kspark.kstream.windows import EmitStrategy as EmitStrategy
+    from kspark.kstream.windows import JoinWindows as JoinWindows
+    from kspark.kstream.windows import SessionWindows as SessionWindows
+    from kspark.kstream.windows import SlidingWindows as SlidingWindows
+    from kspark.kstream.windows import TimeWindows as TimeWindows
+    from kspark.processor.topology import Topology as Topology
 
 
 def __getattr__(name: str) -> Any:

@@ -236,14 +236,14 @@ class ProcessorContext(ABC):
 class Processor(ABC, Generic[K, V]):
     """A node of the topology: ``init`` once, ``process`` per record, ``close`` at the end."""
 
-    def init(self, context: ProcessorContext) -> None:  # noqa: B027 - optional hook
+    def init(self, context: ProcessorContext) -> None:
         """Keep the context, look up stores, schedule punctuations."""
 
     @abstractmethod
     def process(self, record: Record[K, V]) -> None:
         """Handle one record; forward results through the context."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release resources (stores are closed by the runtime, not here)."""
 
 

@@ -21,10 +21,10 @@ class Serializer(ABC, Generic[T]):
     def serialize(self, topic: str | None, data: T | None) -> bytes | None:
         """Return the bytes of ``data`` (``None`` for ``None``)."""
 
-    def configure(self, configs: dict[str, Any], is_key: bool) -> None:  # noqa: B027 - optional hook
+    def configure(self, configs: dict[str, Any], is_key: bool) -> None:
         """Optional hook, called with the application config before first use."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Optional hook, called when the owner closes."""
 
 
@@ -35,10 +35,10 @@ class Deserializer(ABC, Generic[T]):
     def deserialize(self, topic: str | None, data: bytes | None) -> T | None:
         """Return the object for ``data`` (``None`` for ``None``)."""
 
-    def configure(self, configs: dict[str, Any], is_key: bool) -> None:  # noqa: B027 - optional hook
+    def configure(self, configs: dict[str, Any], is_key: bool) -> None:
         """Optional hook, called with the application config before first use."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Optional hook, called when the owner closes."""
 
 

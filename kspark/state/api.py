@@ -61,7 +61,7 @@ class KeyValueIterator(Iterator[KeyValue[K, V]]):
     def peek_next_key(self) -> K:
         """The key of the next pair without consuming it; StopIteration at the end."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release the iterator's resources."""
 
     def __enter__(self) -> KeyValueIterator[K, V]:
@@ -179,7 +179,8 @@ class ReadOnlySessionStore(ABC, Generic[K, V]):
 
     @abstractmethod
     def fetch(self, key: K) -> KeyValueIterator[Windowed[K], V]:
-        """All sessions of ``key``, ordered by session start then end."""
+        """All sessions of ``key`` in Kafka's in-memory store order: by session end
+        ascending, then key bytes, then session start descending."""
 
     @abstractmethod
     def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None: ...
