@@ -25,6 +25,7 @@ from kspark.kstream.internals.materialize import (
     KeyValueStoreMaterializer,
     MaterializedInternal,
     materialized_internal,
+    split_named_materialized,
 )
 
 if TYPE_CHECKING:
@@ -42,18 +43,6 @@ def _long_serde() -> Any:
     from kspark.serde import Serdes  # owned by the serde engineer; needed only for count's default
 
     return Serdes.Long()
-
-
-def _split(
-    named: Named | str | Materialized | None, materialized: Materialized | None
-) -> tuple[str | None, Materialized | None]:
-    if isinstance(named, Materialized):
-        return None, named
-    if isinstance(named, Named):
-        return named.name, materialized
-    if isinstance(named, str):
-        return Named(named).name, materialized
-    return None, materialized
 
 
 class KGroupedStream:
@@ -86,7 +75,7 @@ class KGroupedStream:
     def count(
         self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None
     ) -> KTable:
-        name, materialized = _split(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         if materialized is not None and materialized.name is None:
             # Kafka burns a store name here, so numbering stays compatible
             self._builder.new_store_name(AGGREGATE_NAME)
@@ -105,7 +94,7 @@ class KGroupedStream:
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(reducer, "reducer", "KGroupedStream.reduce")
-        name, materialized = _split(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = materialized_internal(materialized, self._builder, REDUCE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde
@@ -123,7 +112,7 @@ class KGroupedStream:
     ) -> KTable:
         require_callable(initializer, "initializer", "KGroupedStream.aggregate")
         require_callable(aggregator, "aggregator", "KGroupedStream.aggregate")
-        name, materialized = _split(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde

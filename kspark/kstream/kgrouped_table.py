@@ -24,9 +24,10 @@ from kspark.kstream.internals.materialize import (
     KeyValueStoreMaterializer,
     MaterializedInternal,
     materialized_internal,
+    split_named_materialized,
 )
 from kspark.kstream.internals.repartition import REPARTITION_TOPIC_SUFFIX
-from kspark.kstream.kgrouped_stream import _long_serde, _split
+from kspark.kstream.kgrouped_stream import _long_serde
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
@@ -65,7 +66,7 @@ class KGroupedTable:
     def count(
         self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None
     ) -> KTable:
-        name, materialized = _split(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde
@@ -85,7 +86,7 @@ class KGroupedTable:
     ) -> KTable:
         require_callable(adder, "adder", "KGroupedTable.reduce")
         require_callable(subtractor, "subtractor", "KGroupedTable.reduce")
-        name, materialized = _split(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = materialized_internal(materialized, self._builder, REDUCE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde
@@ -104,7 +105,7 @@ class KGroupedTable:
         require_callable(initializer, "initializer", "KGroupedTable.aggregate")
         require_callable(adder, "adder", "KGroupedTable.aggregate")
         require_callable(subtractor, "subtractor", "KGroupedTable.aggregate")
-        name, materialized = _split(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde

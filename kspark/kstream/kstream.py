@@ -57,7 +57,11 @@ from kspark.kstream.internals.kstream_processors import (
     KStreamPrint,
     PassThrough,
 )
-from kspark.kstream.internals.materialize import KeyValueStoreMaterializer, materialized_internal
+from kspark.kstream.internals.materialize import (
+    KeyValueStoreMaterializer,
+    materialized_internal,
+    split_named_materialized,
+)
 from kspark.kstream.internals.repartition import create_repartitioned_source
 from kspark.kstream.internals.stream_table_join import KStreamGlobalKTableJoin, KStreamKTableJoin
 
@@ -342,13 +346,14 @@ class KStream:
 
     # -- tables --------------------------------------------------------------
 
-    def to_table(self, named: Named | str | None = None, materialized: Materialized | None = None) -> KTable:
+    def to_table(
+        self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None
+    ) -> KTable:
         from kspark.kstream.internals.ktable_processors import KTableSource
         from kspark.kstream.ktable import KTable
 
-        if isinstance(named, Materialized) and materialized is None:
-            named, materialized = None, named
-        name = self._name_or(named, TO_KTABLE_NAME)
+        name_or_none, materialized = split_named_materialized(named, materialized)
+        name = name_or_none or self._builder.new_processor_name(TO_KTABLE_NAME)
         m = materialized_internal(materialized, self._builder, TO_KTABLE_NAME)
         key_serde = m.key_serde if m.key_serde is not None else self._key_serde
         value_serde = m.value_serde if m.value_serde is not None else self._value_serde
@@ -525,7 +530,10 @@ class _BuilderFactory:
 
 
 class BranchedKStream:
-    """The result of ``KStream.split()``: add branches, then ``default_branch()`` or ``no_default_branch()``."""
+    """The result of ``KStream.split()``.
+
+    Add branches, then ``default_branch()`` or ``no_default_branch()``.
+    """
 
     def __init__(self, source: KStream, repartition_required: bool, splitter_name: str) -> None:
         self._source = source

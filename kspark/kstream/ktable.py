@@ -41,6 +41,7 @@ from kspark.kstream.internals.materialize import (
     KeyValueStoreMaterializer,
     MaterializedInternal,
     materialized_internal,
+    split_named_materialized,
 )
 from kspark.kstream.internals.value_getters import KTableProcessorSupplier, KTableValueGetterSupplier
 
@@ -58,20 +59,6 @@ SELECT_NAME = "KTABLE-SELECT-"
 MERGE_NAME = "KTABLE-MERGE-"
 JOINTHIS_NAME = "KTABLE-JOINTHIS-"
 JOINOTHER_NAME = "KTABLE-JOINOTHER-"
-
-
-def _split_named_materialized(
-    named: Named | str | Materialized | None, materialized: Materialized | None
-) -> tuple[str | None, Materialized | None]:
-    if isinstance(named, Materialized):
-        return None, named
-    if isinstance(named, Named):
-        return named.name, materialized
-    if isinstance(named, str):
-        return Named(named).name, materialized
-    if named is not None:
-        raise TypeError(f"named must be a Named or a str, got {named!r}")
-    return None, materialized
 
 
 class KTable:
@@ -167,7 +154,7 @@ class KTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(predicate, "predicate", "KTable.filter")
-        name, materialized = _split_named_materialized(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, FILTER_NAME)
         return self._table_op(
             FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, False, q), self._value_serde
@@ -180,7 +167,7 @@ class KTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(predicate, "predicate", "KTable.filter_not")
-        name, materialized = _split_named_materialized(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, FILTER_NAME)
         return self._table_op(
             FILTER_NAME, name, m, lambda q: KTableFilter(self, predicate, True, q), self._value_serde
@@ -193,7 +180,7 @@ class KTable:
         materialized: Materialized | None = None,
     ) -> KTable:
         require_callable(mapper, "mapper", "KTable.map_values")
-        name, materialized = _split_named_materialized(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, MAPVALUES_NAME)
         fn = with_key(mapper, 1)
         return self._table_op(MAPVALUES_NAME, name, m, lambda q: KTableMapValues(self, fn, q), None)
@@ -201,7 +188,10 @@ class KTable:
     def to_stream(
         self, mapper: Callable[[Any, Any], Any] | Named | str | None = None, named: Named | str | None = None
     ) -> KStream:
-        """The table's changelog as a stream of new values (tombstones included); ``mapper`` selects a new key."""
+        """The table's changelog as a stream of new values (tombstones included).
+
+        ``mapper``, if given, selects a new key.
+        """
         from kspark.kstream.kstream import KStream
 
         if isinstance(mapper, Named | str):
@@ -291,7 +281,7 @@ class KTable:
                 f"KTable.{op} needs a KTable, got {other!r} (foreign-key joins are not supported)"
             )
         require_callable(joiner, "joiner", f"KTable.{op}")
-        name, materialized = _split_named_materialized(named, materialized)
+        name, materialized = split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, MERGE_NAME)
         merge_name = name or self._builder.new_processor_name(MERGE_NAME)
         all_sources = self._sub_topology_source_nodes | other._sub_topology_source_nodes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kspark import Grouped, Materialized, StreamsBuilder
 from kspark.serde import Serdes
 from kspark.testing import TopologyTestDriver
@@ -95,3 +97,15 @@ def test_count_with_unnamed_materialized_burns_a_name() -> None:
     assert (
         "Processor: KSTREAM-AGGREGATE-0000000003 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000002])" in text
     )
+
+
+def test_named_or_materialized_first_argument() -> None:
+    b = StreamsBuilder()
+    grouped = b.stream("in").group_by_key()
+    # a Materialized may stand in the named position; two of them, or a non-name, is an error
+    grouped.count(Materialized.as_("first"))
+    with pytest.raises(TypeError, match="named must be a Named or a str"):
+        grouped.count(Materialized.as_("a"), Materialized.as_("b"))
+    with pytest.raises(TypeError, match="named must be a Named or a str"):
+        grouped.count(42)  # type: ignore[arg-type]
+    assert "(stores: [first])" in str(b.build().describe())

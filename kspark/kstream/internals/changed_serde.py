@@ -113,7 +113,8 @@ class ChangedDeserializer(Deserializer[Change[Any]]):
             raise StreamsException("Empty Change value: missing encoding flag")
         if self.inner is None:
             raise StreamsException(
-                "ChangedDeserializer has no inner value deserializer: set a value serde or default.value.serde"
+                "ChangedDeserializer has no inner value deserializer: "
+                "set a value serde or default.value.serde"
             )
         flag = data[-1]
         is_latest = True

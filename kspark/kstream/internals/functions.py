@@ -1,4 +1,5 @@
-"""Adapting user functions: value-only or with-key variants, as Kafka's ``ValueMapper`` / ``ValueMapperWithKey``.
+"""Adapting user functions: value-only or with-key variants, as Kafka's
+``ValueMapper`` / ``ValueMapperWithKey``.
 
 Python has no overloads, so the DSL looks at how many positional
 parameters a function takes: ``map_values(lambda v: ...)`` gets the value,

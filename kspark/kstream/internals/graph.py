@@ -325,7 +325,10 @@ class StreamToTableNode(GraphNode):
 
 
 class StreamTableJoinNode(StatefulProcessorNode):
-    """A stream-table (or stream-globaltable) join: the processor reads the table through its getter's stores."""
+    """A stream-table (or stream-globaltable) join.
+
+    The processor reads the table through its value getter's stores.
+    """
 
     def __init__(
         self,
@@ -390,7 +393,10 @@ class KTableKTableJoinNode(GraphNode):
 
 
 class StreamSinkNode(GraphNode):
-    """``to(topic)``: a sink node; ``topic`` is a name or a ``(key, value, record_context) -> str`` extractor."""
+    """``to(topic)``: a sink node.
+
+    ``topic`` is a name or a ``(key, value, record_context) -> str`` extractor.
+    """
 
     def __init__(self, node_name: str, topic: str | Callable[..., str], produced: Produced) -> None:
         super().__init__(node_name)

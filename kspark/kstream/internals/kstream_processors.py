@@ -353,6 +353,7 @@ class FixedKeyProcessorWrapper:
         processor = self.supplier()
         if not isinstance(processor, Processor):
             raise StreamsException(
-                f"process_values {self.processor_name}: the supplier must return a Processor, got {processor!r}"
+                f"process_values {self.processor_name}: the supplier must return a Processor, "
+                f"got {processor!r}"
             )
         return _FixedKey(processor, self.processor_name)

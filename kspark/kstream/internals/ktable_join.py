@@ -1,4 +1,5 @@
-"""Table-table joins: ``KTableKTableInnerJoin``, ``...LeftJoin``, ``...RightJoin``, ``...OuterJoin`` and the merger.
+"""Table-table joins: ``KTableKTableInnerJoin``, ``...LeftJoin``, ``...RightJoin``,
+``...OuterJoin`` and the merger.
 
 An update of either table looks up the other table through its value getter
 and emits the joined ``Change``; the result's timestamp is the larger of the

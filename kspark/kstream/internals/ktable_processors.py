@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kspark.errors import StreamsException
+from kspark.key_value import KeyValue
 from kspark.kstream.internals.change import Change
 from kspark.kstream.internals.kstream_processors import ContextualProcessor, to_key_value
 from kspark.kstream.internals.stream_table_join import record_dropped
@@ -374,38 +375,35 @@ class _RepartitionMapProcessor(ContextualProcessor):
     def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
         self._mapper = mapper
 
+    def _regroup(self, key: Any, value: Any) -> KeyValue[Any, Any] | None:
+        """The (group key, value) ``value`` maps to; None when it has no group (null key or value)."""
+        if value is None:
+            return None
+        pair = to_key_value(self._mapper(key, value), "group_by")
+        return None if pair.key is None or pair.value is None else pair
+
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if record.key is None:
             raise StreamsException("Record key for the grouping KTable should not be null.")
         change = record.value
-        new_pair = (
-            None
-            if change.new_value is None
-            else to_key_value(self._mapper(record.key, change.new_value), "group_by")
-        )
-        old_pair = (
-            None
-            if change.old_value is None
-            else to_key_value(self._mapper(record.key, change.old_value), "group_by")
-        )
-        old_ok = old_pair is not None and old_pair.key is not None and old_pair.value is not None
-        new_ok = new_pair is not None and new_pair.key is not None and new_pair.value is not None
-        if old_ok and new_ok and old_pair.key == new_pair.key:  # type: ignore[union-attr]
+        new_pair = self._regroup(record.key, change.new_value)
+        old_pair = self._regroup(record.key, change.old_value)
+        if old_pair is not None and new_pair is not None and old_pair.key == new_pair.key:
             self._context.forward(
                 record.with_key(old_pair.key).with_value(
                     Change(new_pair.value, old_pair.value, change.is_latest)
-                )  # type: ignore[union-attr]
+                )
             )
             return
         # the old value is subtracted before the new one is added, as Kafka orders them
-        if old_ok:
+        if old_pair is not None:
             self._context.forward(
                 record.with_key(old_pair.key).with_value(Change(None, old_pair.value, change.is_latest))
-            )  # type: ignore[union-attr]
-        if new_ok:
+            )
+        if new_pair is not None:
             self._context.forward(
                 record.with_key(new_pair.key).with_value(Change(new_pair.value, None, change.is_latest))
-            )  # type: ignore[union-attr]
+            )
 
 
 class KTableRepartitionMap(KTableProcessorSupplier):
@@ -442,7 +440,8 @@ class _TableAggregateProcessor(ContextualProcessor):
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if record.key is None:
             raise StreamsException(
-                f"Record key for KTable aggregate operator with state {self._s.store_name} should not be null."
+                f"Record key for KTable aggregate operator with state {self._s.store_name} "
+                "should not be null."
             )
         new_agg, timestamp, old_agg = self._s.apply(record, self._store.get(record.key))
         _put(self._store, record.key, new_agg, timestamp)

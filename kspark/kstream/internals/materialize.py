@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kspark.kstream.config_objects import Materialized
+from kspark.kstream.config_objects import Materialized, Named
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
     from kspark.state.api import StoreBuilder
 
-__all__ = ["MaterializedInternal", "KeyValueStoreMaterializer", "materialized_internal"]
+__all__ = [
+    "MaterializedInternal",
+    "KeyValueStoreMaterializer",
+    "materialized_internal",
+    "split_named_materialized",
+]
 
 
 class MaterializedInternal:
@@ -64,6 +69,27 @@ def materialized_internal(
     if materialized is not None and not isinstance(materialized, Materialized):
         raise TypeError(f"materialized must be a Materialized, got {materialized!r}")
     return MaterializedInternal(materialized or Materialized(), name_provider, generated_prefix)
+
+
+def split_named_materialized(
+    named: Named | str | Materialized | None, materialized: Materialized | None
+) -> tuple[str | None, Materialized | None]:
+    """The processor name and ``Materialized`` of an operator that takes either one first.
+
+    Kafka overloads ``count(Materialized)`` and ``count(Named, Materialized)``;
+    here a ``Materialized`` may stand in the ``named`` position instead.
+    """
+    if isinstance(named, Materialized):
+        if materialized is not None:
+            raise TypeError(f"named must be a Named or a str, got {named!r}")
+        return None, named
+    if isinstance(named, Named):
+        return named.name, materialized
+    if isinstance(named, str):
+        return Named(named).name, materialized
+    if named is not None:
+        raise TypeError(f"named must be a Named or a str, got {named!r}")
+    return None, materialized
 
 
 class KeyValueStoreMaterializer:

@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from sortedcontainers import SortedDict  # type: ignore[import-untyped]
+from sortedcontainers import SortedDict
 
 from kspark.errors import InvalidStateStoreException
 from kspark.key_value import KeyValue
