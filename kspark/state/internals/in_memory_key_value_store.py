@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sortedcontainers import SortedDict
 
-from kspark.errors import InvalidStateStoreException
 from kspark.key_value import KeyValue
-from kspark.state.api import KeyValueIterator, StateStore
+from kspark.state.api import KeyValueIterator
+from kspark.state.internals.in_memory_store import InMemoryStore
 from kspark.state.internals.iterators import PeekingKeyValueIterator, empty_iterator
-
-if TYPE_CHECKING:
-    from kspark.processor.api import ProcessorContext
 
 __all__ = ["InMemoryKeyValueStore", "increment_prefix", "INVALID_RANGE_WARNING"]
 
@@ -46,7 +43,7 @@ def increment_prefix(prefix: bytes) -> bytes | None:
     return trimmed[:-1] + bytes([trimmed[-1] + 1])
 
 
-class InMemoryKeyValueStore(StateStore):
+class InMemoryKeyValueStore(InMemoryStore):
     """A sorted map of ``bytes -> bytes``; ``persistent`` reports what the supplier asked for.
 
     kspark's "persistent" stores are this same in-memory store with
@@ -55,33 +52,11 @@ class InMemoryKeyValueStore(StateStore):
     """
 
     def __init__(self, name: str, *, persistent: bool = False) -> None:
-        self._name = name
-        self._persistent = persistent
+        super().__init__(name, persistent=persistent)
         self._map: SortedDict = SortedDict()
-        self._open = False
-        self._context: ProcessorContext | None = None
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def init(self, context: ProcessorContext, root: StateStore) -> None:
-        self._context = context
-        self._open = True
-
-    def close(self) -> None:
+    def _clear(self) -> None:
         self._map.clear()
-        self._open = False
-
-    def persistent(self) -> bool:
-        return self._persistent
-
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreException(f"Store {self._name} is currently closed.")
 
     # -- writes --------------------------------------------------------------
 

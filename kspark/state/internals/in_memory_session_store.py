@@ -12,64 +12,38 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedDict
 
-from kspark.errors import InvalidStateStoreException
 from kspark.key_value import KeyValue
 from kspark.kstream.windowed import SessionWindow, Windowed
 from kspark.serde.windowed import LONG_MAX, session_key_parts
-from kspark.state.api import KeyValueIterator, StateStore
+from kspark.state.api import KeyValueIterator
 from kspark.state.internals.in_memory_key_value_store import INVALID_RANGE_WARNING
+from kspark.state.internals.in_memory_store import InMemoryStore
 from kspark.state.internals.iterators import PeekingKeyValueIterator, empty_iterator
-
-if TYPE_CHECKING:
-    from kspark.processor.api import ProcessorContext
 
 __all__ = ["InMemorySessionStore"]
 
 LOG = logging.getLogger(__name__)
 
 
-class InMemorySessionStore(StateStore):
+class InMemorySessionStore(InMemoryStore):
     """Session store of ``bytes`` keyed by ``Windowed(key bytes, SessionWindow(start, end))``."""
 
     def __init__(self, name: str, retention_period: int, *, persistent: bool = False) -> None:
-        self._name = name
+        super().__init__(name, persistent=persistent)
         self.retention_period = retention_period
-        self._persistent = persistent
         self._by_end: SortedDict = SortedDict()  # end -> SortedDict(key -> SortedDict(start -> value))
         # Kafka starts from ConsumerRecord.NO_TIMESTAMP
         self._observed_stream_time = -1
-        self._open = False
-        self._context: ProcessorContext | None = None
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def init(self, context: ProcessorContext, root: StateStore) -> None:
-        self._context = context
-        self._open = True
-
-    def close(self) -> None:
+    def _clear(self) -> None:
         self._by_end.clear()
-        self._open = False
-
-    def persistent(self) -> bool:
-        return self._persistent
-
-    def is_open(self) -> bool:
-        return self._open
 
     def observed_stream_time(self) -> int:
         """The largest session end put so far (-1 before any put)."""
         return self._observed_stream_time
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreException(f"Store {self._name} is currently closed.")
 
     def _remove_expired_segments(self) -> None:
         min_live = max(0, self._observed_stream_time - self.retention_period + 1)

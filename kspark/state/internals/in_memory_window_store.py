@@ -16,20 +16,16 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedDict
 
-from kspark.errors import InvalidStateStoreException
 from kspark.key_value import KeyValue
 from kspark.kstream.windowed import Window, Windowed
 from kspark.serde.windowed import LONG_MAX, SEQNUM_SIZE, time_window_for_size, window_store_key_parts
-from kspark.state.api import KeyValueIterator, StateStore
+from kspark.state.api import KeyValueIterator
 from kspark.state.internals.in_memory_key_value_store import INVALID_RANGE_WARNING
+from kspark.state.internals.in_memory_store import InMemoryStore
 from kspark.state.internals.iterators import PeekingKeyValueIterator, empty_iterator
-
-if TYPE_CHECKING:
-    from kspark.processor.api import ProcessorContext
 
 __all__ = ["InMemoryWindowStore", "window_for"]
 
@@ -48,7 +44,7 @@ def window_for(start: int, window_size: int) -> Window:
     return time_window_for_size(start, window_size)
 
 
-class InMemoryWindowStore(StateStore):
+class InMemoryWindowStore(InMemoryStore):
     """Window store of ``bytes`` keyed by (key, window start)."""
 
     def __init__(
@@ -60,43 +56,21 @@ class InMemoryWindowStore(StateStore):
         *,
         persistent: bool = False,
     ) -> None:
-        self._name = name
+        super().__init__(name, persistent=persistent)
         self.retention_period = retention_period
         self.window_size = window_size
         self.retain_duplicates = retain_duplicates
-        self._persistent = persistent
         self._segments: SortedDict = SortedDict()  # start -> SortedDict(key bytes -> value)
         # Kafka starts from ConsumerRecord.NO_TIMESTAMP
         self._observed_stream_time = -1
         self._seqnum = 0
-        self._open = False
-        self._context: ProcessorContext | None = None
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def init(self, context: ProcessorContext, root: StateStore) -> None:
-        self._context = context
-        self._open = True
-
-    def close(self) -> None:
+    def _clear(self) -> None:
         self._segments.clear()
-        self._open = False
-
-    def persistent(self) -> bool:
-        return self._persistent
-
-    def is_open(self) -> bool:
-        return self._open
 
     def observed_stream_time(self) -> int:
         """The largest window start put so far (-1 before any put)."""
         return self._observed_stream_time
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreException(f"Store {self._name} is currently closed.")
 
     def _min_live_time(self) -> int:
         # records expire exactly retention ms after their window start
