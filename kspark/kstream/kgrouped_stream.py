@@ -26,6 +26,7 @@ from kspark.kstream.internals.materialize import (
     MaterializedInternal,
     materialized_internal,
     split_named_materialized,
+    stream_count_materialized,
 )
 
 if TYPE_CHECKING:
@@ -37,12 +38,6 @@ __all__ = ["KGroupedStream"]
 
 REDUCE_NAME = "KSTREAM-REDUCE-"
 AGGREGATE_NAME = "KSTREAM-AGGREGATE-"
-
-
-def _long_serde() -> Any:
-    from kspark.serde import Serdes  # owned by the serde engineer; needed only for count's default
-
-    return Serdes.Long()
 
 
 class KGroupedStream:
@@ -76,14 +71,7 @@ class KGroupedStream:
         self, named: Named | str | Materialized | None = None, materialized: Materialized | None = None
     ) -> KTable:
         name, materialized = split_named_materialized(named, materialized)
-        if materialized is not None and materialized.name is None:
-            # Kafka burns a store name here, so numbering stays compatible
-            self._builder.new_store_name(AGGREGATE_NAME)
-        m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
-        if m.key_serde is None:
-            m.key_serde = self._key_serde
-        if m.value_serde is None:
-            m.value_serde = _long_serde()
+        m = stream_count_materialized(materialized, self._builder, AGGREGATE_NAME, self._key_serde)
         supplier = KStreamAggregate(m.store_name, lambda: 0, lambda _k, _v, agg: agg + 1)
         return self._do_aggregate(supplier, name or self._builder.new_processor_name(AGGREGATE_NAME), m)
 

@@ -27,7 +27,7 @@ from kspark.kstream.internals.materialize import (
     split_named_materialized,
 )
 from kspark.kstream.internals.repartition import REPARTITION_TOPIC_SUFFIX
-from kspark.kstream.kgrouped_stream import _long_serde
+from kspark.serde import Serdes
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
@@ -71,7 +71,7 @@ class KGroupedTable:
         if m.key_serde is None:
             m.key_serde = self._key_serde
         if m.value_serde is None:
-            m.value_serde = _long_serde()
+            m.value_serde = Serdes.Long()
         supplier = KTableAggregate(
             m.store_name, lambda: 0, lambda _k, _v, agg: agg + 1, lambda _k, _v, agg: agg - 1
         )

@@ -12,7 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark.kstream.config_objects import Materialized, Named
-from kspark.kstream.internals.materialize import MaterializedInternal, materialized_internal
+from kspark.kstream.internals.functions import require_callable
+from kspark.kstream.internals.materialize import (
+    MaterializedInternal,
+    materialized_internal,
+    stream_count_materialized,
+)
 from kspark.kstream.internals.session_window_aggregate import KStreamSessionWindowAggregate
 from kspark.kstream.internals.window_store_materializer import SessionStoreMaterializer
 from kspark.kstream.time_windowed_kstream import (
@@ -20,10 +25,8 @@ from kspark.kstream.time_windowed_kstream import (
     REDUCE_NAME,
     _count_aggregator,
     _count_initializer,
-    _long_serde,
     _name_of,
     _reduce_initializer,
-    _require_callable,
     aggregator_for_reducer,
     grouped_parts,
 )
@@ -56,16 +59,7 @@ class SessionWindowedKStream:
         return self
 
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> Any:
-        if materialized is None:
-            materialized = Materialized(key_serde=self._key_serde, value_serde=_long_serde())
-        elif materialized.name is None:
-            # Kafka burns a store name here for topology compatibility
-            self._builder.new_store_name(AGGREGATE_NAME)
-        m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
-        if m.key_serde is None:
-            m.with_key_serde(self._key_serde)
-        if m.value_serde is None:
-            m.with_value_serde(_long_serde())
+        m = stream_count_materialized(materialized, self._builder, AGGREGATE_NAME, self._key_serde)
         return self._build(AGGREGATE_NAME, named, m, _count_initializer, _count_aggregator, _count_merger)
 
     def aggregate(
@@ -77,9 +71,9 @@ class SessionWindowedKStream:
         named: Named | str | None = None,
     ) -> Any:
         """``aggregator(key, value, agg)``; ``merger(key, agg_one, agg_two)`` combines merged sessions."""
-        _require_callable(initializer, "initializer")
-        _require_callable(aggregator, "aggregator")
-        _require_callable(merger, "merger")
+        require_callable(initializer, "initializer", "SessionWindowedKStream.aggregate")
+        require_callable(aggregator, "aggregator", "SessionWindowedKStream.aggregate")
+        require_callable(merger, "merger", "SessionWindowedKStream.aggregate")
         m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.with_key_serde(self._key_serde)
@@ -91,7 +85,7 @@ class SessionWindowedKStream:
         materialized: Materialized | None = None,
         named: Named | str | None = None,
     ) -> Any:
-        _require_callable(reducer, "reducer")
+        require_callable(reducer, "reducer", "SessionWindowedKStream.reduce")
         m = materialized_internal(materialized, self._builder, REDUCE_NAME)
         if m.key_serde is None:
             m.with_key_serde(self._key_serde)

@@ -15,7 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark.kstream.config_objects import Materialized, Named
-from kspark.kstream.internals.materialize import MaterializedInternal, materialized_internal
+from kspark.kstream.internals.functions import require_callable
+from kspark.kstream.internals.materialize import (
+    MaterializedInternal,
+    materialized_internal,
+    stream_count_materialized,
+)
 from kspark.kstream.internals.sliding_window_aggregate import KStreamSlidingWindowAggregate
 from kspark.kstream.internals.window_aggregate import KStreamWindowAggregate
 from kspark.kstream.internals.window_store_materializer import (
@@ -81,16 +86,7 @@ class TimeWindowedKStream:
 
     def count(self, materialized: Materialized | None = None, named: Named | str | None = None) -> Any:
         """Count records per key and window; values are ints (Long serde unless given)."""
-        if materialized is None:
-            materialized = Materialized(key_serde=self._key_serde, value_serde=_long_serde())
-        elif materialized.name is None:
-            # Kafka burns a store name here for topology compatibility
-            self._builder.new_store_name(AGGREGATE_NAME)
-        m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
-        if m.key_serde is None:
-            m.with_key_serde(self._key_serde)
-        if m.value_serde is None:
-            m.with_value_serde(_long_serde())
+        m = stream_count_materialized(materialized, self._builder, AGGREGATE_NAME, self._key_serde)
         return self._build(AGGREGATE_NAME, named, m, _count_initializer, _count_aggregator)
 
     def aggregate(
@@ -101,8 +97,8 @@ class TimeWindowedKStream:
         named: Named | str | None = None,
     ) -> Any:
         """Fold records into a per-window aggregate: ``aggregator(key, value, aggregate)``."""
-        _require_callable(initializer, "initializer")
-        _require_callable(aggregator, "aggregator")
+        require_callable(initializer, "initializer", "TimeWindowedKStream.aggregate")
+        require_callable(aggregator, "aggregator", "TimeWindowedKStream.aggregate")
         m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.with_key_serde(self._key_serde)
@@ -115,7 +111,7 @@ class TimeWindowedKStream:
         named: Named | str | None = None,
     ) -> Any:
         """Combine the values of a window: ``reducer(aggregate, value)``."""
-        _require_callable(reducer, "reducer")
+        require_callable(reducer, "reducer", "TimeWindowedKStream.reduce")
         m = materialized_internal(materialized, self._builder, REDUCE_NAME)
         if m.key_serde is None:
             m.with_key_serde(self._key_serde)
@@ -151,14 +147,3 @@ class TimeWindowedKStream:
         return self._aggregate_builder.build(
             name, factory, supplier, m.queryable_store_name, key_serde, m.value_serde
         )
-
-
-def _long_serde() -> Any:
-    from kspark.serde import Serdes
-
-    return Serdes.Long()
-
-
-def _require_callable(fn: Any, what: str) -> None:
-    if not callable(fn):
-        raise TypeError(f"{what} must be callable, got {fn!r}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.config_objects import Materialized, Named
+from kspark.serde import Serdes
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
@@ -23,6 +24,7 @@ __all__ = [
     "KeyValueStoreMaterializer",
     "materialized_internal",
     "split_named_materialized",
+    "stream_count_materialized",
 ]
 
 
@@ -69,6 +71,24 @@ def materialized_internal(
     if materialized is not None and not isinstance(materialized, Materialized):
         raise TypeError(f"materialized must be a Materialized, got {materialized!r}")
     return MaterializedInternal(materialized or Materialized(), name_provider, generated_prefix)
+
+
+def stream_count_materialized(
+    materialized: Materialized | None, builder: InternalStreamsBuilder, prefix: str, key_serde: Any
+) -> MaterializedInternal:
+    """The store of a grouped (or windowed) stream's ``count``: the stream's keys, ``Long`` counts.
+
+    Kafka burns a store name for an unnamed ``Materialized`` here (KGroupedTable's
+    count does not), so generated names stay numbered as in Kafka Streams.
+    """
+    if materialized is not None and materialized.name is None:
+        builder.new_store_name(prefix)
+    m = materialized_internal(materialized, builder, prefix)
+    if m.key_serde is None:
+        m.key_serde = key_serde
+    if m.value_serde is None:
+        m.value_serde = Serdes.Long()
+    return m
 
 
 def split_named_materialized(
