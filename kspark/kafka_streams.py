@@ -83,6 +83,12 @@ class KafkaStreams:
     ) -> None:
         # Validate before anything starts: a bad key fails here, naming it.
         self._config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
+        if self._config.exactly_once():
+            # Refuse rather than silently run at-least-once.
+            raise StreamsException(
+                "processing.guarantee=exactly_once_v2 is not implemented on the Spark runner yet; "
+                "use at_least_once (the TopologyTestDriver accepts either)"
+            )
         self._topology = topology
         topology.internal_builder.set_application_id(self._config.application_id())
         topology.internal_builder.validate()
