@@ -13,7 +13,6 @@ Kafka Streams uses does, so output partitions match Kafka Streams'.
 from __future__ import annotations
 
 import struct
-import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -140,28 +139,11 @@ def producer_config(bootstrap_servers: str, extra: Mapping[str, Any] | None = No
     return conf
 
 
-_PRODUCERS: dict[tuple[tuple[str, str], ...], Any] = {}
-_PRODUCERS_LOCK = threading.Lock()
-
-
-def _shared_producer(conf: Mapping[str, Any]) -> Any:
-    """One producer per config per Python worker: workers are reused across batches."""
-    from confluent_kafka import Producer
-
-    key = tuple(sorted((k, str(v)) for k, v in conf.items()))
-    with _PRODUCERS_LOCK:
-        producer = _PRODUCERS.get(key)
-        if producer is None:
-            producer = Producer(dict(conf))
-            _PRODUCERS[key] = producer
-        return producer
-
-
 class KafkaSinkWriter:
     """A ``mapInArrow`` function that produces ``OUTPUT_DDL`` rows and returns one count row.
 
-    Picklable (holds only plain config); the producer is opened lazily in the
-    worker. Any delivery failure fails the Spark task, so the micro-batch is
+    Picklable (holds only plain config); the producer is opened in the worker.
+    Any delivery failure fails the Spark task, so the micro-batch is
     retried: at-least-once, never a silent drop.
     """
 
@@ -170,8 +152,12 @@ class KafkaSinkWriter:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
+        from confluent_kafka import Producer
 
-        producer = _shared_producer(self.conf)
+        # One producer per Spark task, gone when the task ends: a producer kept
+        # warm in the worker would outlive the application (and its broker)
+        # and keep reconnecting; EOS needs one transactional producer per task anyway.
+        producer = Producer(dict(self.conf))
         errors: list[str] = []
 
         def on_delivery(err: Any, msg: Any) -> None:
