@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,7 @@ class SparkRunner:
         self.queries: list[StreamingQuery] = []
         self.records_written = 0
         self.partitions: dict[str, int] = {}
+        self.instance = uuid.uuid4().hex
 
     # ------------------------------------------------------------------ planning
     def plan(self) -> list[SubtopologyPlan]:
@@ -161,7 +163,7 @@ class SparkRunner:
             options=options,
         )
         spec = TopologySpec(
-            self.topology, self.config.originals(), plan.subtopology, self._changelog_topics()
+            self.topology, self.config.originals(), plan.subtopology, self._changelog_topics(), self.instance
         )
         if not plan.stateful:
             return source.mapInArrow(StatelessStage(spec), OUTPUT_DDL)

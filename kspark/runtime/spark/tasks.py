@@ -71,6 +71,7 @@ class TopologySpec:
     config: Mapping[str, Any]
     subtopology: int
     changelog_topics: Mapping[str, str]  # changelog topic -> store name
+    instance: str  # one per KafkaStreams run: warm tasks never outlive the code they were built from
 
     def build_task(self, partition: int) -> StreamTask:
         builder = self.topology.internal_builder
@@ -87,12 +88,21 @@ class TopologySpec:
 
 
 # Tasks stay warm in a Python worker between micro-batches: Spark reuses workers.
-_WARM: dict[tuple[str, int, int], tuple[int, StreamTask]] = {}
+# Keyed by (application.id, run instance, sub-topology, partition).
+_WARM: dict[tuple[str, str, int, int], tuple[int, StreamTask]] = {}
 _WARM_LOCK = threading.Lock()
 
 
-def _app_id(spec: TopologySpec) -> str:
-    return str(spec.config.get("application.id"))
+def _warm_key(spec: TopologySpec, partition: int) -> tuple[str, str, int, int]:
+    return (str(spec.config.get("application.id")), spec.instance, spec.subtopology, partition)
+
+
+def _keep_warm(key: tuple[str, str, int, int], entry: tuple[int, StreamTask]) -> None:
+    """Remember a warm task; tasks of an earlier run of the same application are dropped."""
+    with _WARM_LOCK:
+        for old in [k for k in _WARM if k[0] == key[0] and k[1] != key[1]]:
+            _WARM.pop(old)[1].close()
+        _WARM[key] = entry
 
 
 def _run(task: StreamTask) -> list[OutputRecord]:
@@ -142,12 +152,12 @@ class StatelessStage:
         self.spec = spec
 
     def _task(self, partition: int) -> StreamTask:
-        key = (_app_id(self.spec), self.spec.subtopology, partition)
+        key = _warm_key(self.spec, partition)
         with _WARM_LOCK:
             warm = _WARM.get(key)
-            if warm is None:
-                warm = (0, self.spec.build_task(partition))
-                _WARM[key] = warm
+        if warm is None:
+            warm = (0, self.spec.build_task(partition))
+            _keep_warm(key, warm)
         return warm[1]
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -210,9 +220,8 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
     def _warm_task(self, partition: int) -> tuple[int, StreamTask]:
         meta = self._meta.get() if self._meta.exists() else None
         epoch = int(meta[0]) if meta else 0
-        key = (_app_id(self.spec), self.spec.subtopology, partition)
         with _WARM_LOCK:
-            warm = _WARM.get(key)
+            warm = _WARM.get(_warm_key(self.spec, partition))
         if warm is not None and warm[0] == epoch:
             return warm
         if warm is not None:
@@ -260,8 +269,7 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
         outputs = _run(task)
         emitted = self._apply_changelog(outputs)
         self._meta.update((epoch + 1, task.stream_time()))
-        with _WARM_LOCK:
-            _WARM[(_app_id(self.spec), self.spec.subtopology, partition)] = (epoch + 1, task)
+        _keep_warm(_warm_key(self.spec, partition), (epoch + 1, task))
         yield _output_batch(emitted).to_pandas()
 
     def _apply_changelog(self, outputs: list[OutputRecord]) -> list[OutputRecord]:
