@@ -130,6 +130,11 @@ _DEFS: dict[str, _Def] = {
 CONFIG_NAMES: frozenset[str] = frozenset(_DEFS)
 
 
+def _is_internal(key: str) -> bool:
+    """Kafka Streams' internal settings (``InternalConfig``) are named ``__...__``; operators read them."""
+    return len(key) > 4 and key.startswith("__") and key.endswith("__")
+
+
 def _fail(key: str, value: Any, allowed: str) -> ConfigException:
     return ConfigException(f"Invalid value {value!r} for configuration {key}: {allowed}")
 
@@ -213,7 +218,7 @@ class StreamsConfig(Mapping[str, Any]):
         for key, value in given.items():
             if not isinstance(key, str):
                 raise ConfigException(f"Config keys must be strings, got {key!r}")
-            if key.startswith(PASS_THROUGH_PREFIXES):
+            if key.startswith(PASS_THROUGH_PREFIXES) or _is_internal(key):
                 values[key] = value
                 continue
             d = _DEFS.get(key)

@@ -124,3 +124,12 @@ def test_mapping_view() -> None:
     assert c["state.dir"] == "/tmp/x"
     assert "application.id" in c and "num.stream.threads" in c
     assert c.originals() == {**BASE, "bootstrap.servers": ["localhost:9092"], "state.dir": "/tmp/x"}
+
+
+def test_internal_double_underscore_settings_pass_through() -> None:
+    # Kafka Streams reads e.g. the outer-join emit throttle from an internal "__...__" setting.
+    key = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"
+    cfg = StreamsConfig({"application.id": "a", "bootstrap.servers": "b:1", key: 0})
+    assert cfg.originals()[key] == 0
+    with pytest.raises(ConfigException, match="__typo"):
+        StreamsConfig({"application.id": "a", "bootstrap.servers": "b:1", "__typo": 1})
