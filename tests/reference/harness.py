@@ -1,0 +1,118 @@
+"""Build and run the Java reference harness (jvm/reference-harness) on Java Kafka Streams' test driver.
+
+The harness is compiled with ``javac`` against the ``kafka-streams`` jar bundle
+(:mod:`kspark.dev.jars`, resolved once from Maven Central and then offline),
+into ``<kspark cache>/reference-harness/<hash of the sources>/``; a finished
+build is marked by a stamp file, so it happens once per source change, not
+once per test session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kspark.dev.jars import find_java, kspark_home, resolve_bundle
+
+__all__ = ["HARNESS_DIR", "build_harness", "run_harness"]
+
+HARNESS_DIR = Path(__file__).resolve().parents[2] / "jvm" / "reference-harness"
+_MAIN = "io.kspark.reference.ReferenceHarness"
+_STAMP = ".built"
+
+
+def _sources() -> list[Path]:
+    return sorted((HARNESS_DIR / "src" / "main" / "java").rglob("*.java"))
+
+
+def _javac() -> str:
+    java = find_java().resolve()
+    javac = java.parent / "javac"
+    if javac.exists():
+        return str(javac)
+    found = shutil.which("javac")
+    if not found:
+        raise RuntimeError("the reference harness needs a JDK (javac); install openjdk-17-jdk-headless")
+    return found
+
+
+def build_harness() -> str:
+    """Compile the harness once; return the classpath that runs it."""
+    jars = resolve_bundle("kafka-streams")
+    sources = _sources()
+    digest = hashlib.sha256()
+    for src in sources:
+        digest.update(src.name.encode())
+        digest.update(src.read_bytes())
+    out = kspark_home() / "reference-harness" / digest.hexdigest()[:16]
+    classes = out / "classes"
+    if not (out / _STAMP).exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
+        try:
+            proc = subprocess.run(
+                [
+                    _javac(),
+                    "-nowarn",
+                    "--release",
+                    "17",
+                    "-cp",
+                    os.pathsep.join(map(str, jars)),
+                    "-d",
+                    str(tmp / "classes"),
+                    *map(str, sources),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"javac failed on the reference harness:\n{proc.stderr[-4000:]}")
+            (tmp / _STAMP).write_text("ok\n")
+            if out.exists():
+                shutil.rmtree(out)
+            os.rename(tmp, out)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return os.pathsep.join([str(classes), *map(str, jars)])
+
+
+def run_harness(scenarios: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Run every scenario in one JVM; return its JSON lines grouped by scenario name."""
+    classpath = build_harness()
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(list(scenarios), fh)
+        path = fh.name
+    try:
+        proc = subprocess.run(
+            [
+                str(find_java()),
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
+                "-cp",
+                classpath,
+                _MAIN,
+                path,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the reference harness failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    by_scenario: dict[str, list[dict[str, Any]]] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            entry = json.loads(line)
+            by_scenario.setdefault(entry["scenario"], []).append(entry)
+    return by_scenario

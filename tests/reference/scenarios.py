@@ -1,0 +1,724 @@
+"""The reference scenarios, kspark side: topologies written as in Scenarios.java, plus their inputs.
+
+Each :class:`Scenario` names a topology (built here with kspark's API and in
+``jvm/reference-harness/.../Scenarios.java`` with Java's, call for call so the
+generated names agree), its input and output topics with the serde kinds used
+to write and read them, and the steps: records piped in order, and advances
+of the driver's wall clock. The inputs are serialised to JSON for the Java
+harness, so both sides run exactly the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark import (
+    Branched,
+    Consumed,
+    Grouped,
+    JoinWindows,
+    KeyValue,
+    Materialized,
+    Named,
+    Produced,
+    Repartitioned,
+    SessionWindows,
+    SlidingWindows,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+    Topology,
+)
+from kspark.kstream.suppressed import BufferConfig
+from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
+from kspark.serde import Serdes
+from kspark.state import Stores
+
+__all__ = ["Scenario", "SCENARIOS", "TOPOLOGIES", "P", "W"]
+
+S = Serdes.String()
+L = Serdes.Long()
+
+
+def j(x: Any) -> str:
+    """Java's ``String.valueOf``: what a Java joiner's ``a + "/" + b`` prints for null."""
+    return "null" if x is None else str(x)
+
+
+def P(topic: str, key: Any, value: Any, ts: int) -> dict[str, Any]:
+    return {"pipe": topic, "key": key, "value": value, "ts": ts}
+
+
+def W(ms: int) -> dict[str, Any]:
+    return {"wall": ms}
+
+
+@dataclass
+class Scenario:
+    name: str
+    topology: str
+    inputs: dict[str, tuple[str, str]]
+    outputs: dict[str, tuple[str, str]]
+    steps: list[dict[str, Any]]
+    config: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "topology": self.topology,
+            "inputs": {k: list(v) for k, v in self.inputs.items()},
+            "outputs": {k: list(v) for k, v in self.outputs.items()},
+            "steps": self.steps,
+            "config": self.config,
+        }
+
+
+# ----------------------------------------------------------------------------- topologies
+
+
+def stateless() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("in")
+    (
+        s.filter(lambda k, v: v is not None)
+        .filter_not(lambda k, v: v.startswith("x"))
+        .map_values(lambda v: v.upper())
+        .map(lambda k, v: KeyValue("nk" if k is None else k + "!", v + v))
+        .peek(lambda k, v: None)
+        .to("out")
+    )
+    return b.build()
+
+
+def flat_map() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("in")
+    s.flat_map(lambda k, v: [] if v is None else [KeyValue(p, k) for p in v.split(",")]).flat_map_values(
+        lambda v: ["none"] if v is None else [v, v + "2"]
+    ).to("out")
+    return b.build()
+
+
+def select_key_count() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("in")
+    s.select_key(lambda k, v: v).group_by_key().count().to_stream().to("out", Produced.with_(S, L))
+    return b.build()
+
+
+def merge() -> Topology:
+    b = StreamsBuilder()
+    a = b.stream("a")
+    c = b.stream("b")
+    a.merge(c).map_values(lambda v: j(v) + "m").to("out")
+    return b.build()
+
+
+def split() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("in")
+    m = (
+        s.split(Named.as_("p-"))
+        .branch(lambda k, v: v is not None and v.startswith("a"), Branched.as_("a"))
+        .branch(lambda k, v: v is not None and v.startswith("b"), Branched.as_("b"))
+        .default_branch(Branched.as_("rest"))
+    )
+    m["p-a"].to("out-a")
+    m["p-b"].to("out-b")
+    m["p-rest"].to("out-rest")
+    return b.build()
+
+
+def repartition() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("in")
+    s.repartition(Repartitioned.as_("rp")).map_values(lambda v: j(v) + "r").to("out")
+    s.map(lambda k, v: KeyValue(v, k)).repartition().to("out2")
+    return b.build()
+
+
+def group_by_key_aggs() -> Topology:
+    b = StreamsBuilder()
+    g = b.stream("in").group_by_key()
+    g.count(Materialized.as_("counts")).to_stream().to("count-out", Produced.with_(S, L))
+    g.reduce(lambda a, v: j(a) + "|" + j(v), Materialized.as_("reduced")).to_stream().to("reduce-out")
+    g.aggregate(
+        lambda: "init", lambda k, v, agg: j(agg) + "+" + j(v), Materialized.as_("agged")
+    ).to_stream().to("agg-out")
+    return b.build()
+
+
+def group_by_count() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").group_by(lambda k, v: v, Grouped.as_("byval")).count().to_stream().to(
+        "out", Produced.with_(S, L)
+    )
+    return b.build()
+
+
+def named_ops() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("in", Consumed.as_("src"))
+    (
+        s.filter(lambda k, v: v is not None, Named.as_("not-null"))
+        .map_values(lambda v: v + "!", Named.as_("bang"))
+        .group_by_key(Grouped.as_("grp"))
+        .count(Materialized.as_("cstore"), Named.as_("cnt"))
+        .to_stream(named=Named.as_("to-s"))
+        .to("out", Produced.with_(S, L).with_name("sink"))
+    )
+    return b.build()
+
+
+def to_table() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").to_table(Materialized.as_("tt")).to_stream().to("out")
+    return b.build()
+
+
+def table_ops() -> Topology:
+    b = StreamsBuilder()
+    t = b.table("t", materialized=Materialized.as_("t-store"))
+    t.filter(lambda k, v: not v.startswith("x")).map_values(lambda v: v + "!").to_stream().to("out")
+    return b.build()
+
+
+def table_unmaterialized() -> Topology:
+    b = StreamsBuilder()
+    b.table("t").filter_not(lambda k, v: v == "drop").map_values(lambda v: v + v).to_stream().to("out")
+    return b.build()
+
+
+def table_group_by_aggregate() -> Topology:
+    b = StreamsBuilder()
+    b.table("t").group_by(lambda k, v: KeyValue(v, k)).aggregate(
+        lambda: "",
+        lambda k, v, agg: j(agg) + "+" + j(v),
+        lambda k, v, agg: j(agg) + "-" + j(v),
+        Materialized.as_("agg"),
+    ).to_stream().to("out")
+    return b.build()
+
+
+def table_group_by_count() -> Topology:
+    b = StreamsBuilder()
+    b.table("t").group_by(lambda k, v: KeyValue(v, v)).count().to_stream().to("out", Produced.with_(S, L))
+    return b.build()
+
+
+def table_table(kind: str) -> Callable[[], Topology]:
+    def build() -> Topology:
+        b = StreamsBuilder()
+        left = b.table("l")
+        right = b.table("r")
+        op = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[kind]
+        op(right, lambda a, c: j(a) + "/" + j(c)).to_stream().to("out")
+        return b.build()
+
+    return build
+
+
+def stream_table(left: bool) -> Callable[[], Topology]:
+    def build() -> Topology:
+        b = StreamsBuilder()
+        s = b.stream("s")
+        t = b.table("t")
+        op = s.left_join if left else s.join
+        op(t, lambda sv, tv: j(sv) + "/" + j(tv)).to("out")
+        return b.build()
+
+    return build
+
+
+def global_join() -> Topology:
+    b = StreamsBuilder()
+    s = b.stream("s")
+    g = b.global_table("g")
+    s.join(g, lambda k, v: v, lambda sv, gv: j(sv) + "/" + j(gv)).to("out")
+    s.left_join(g, lambda k, v: v, lambda sv, gv: j(sv) + "/" + j(gv)).to("out-left")
+    return b.build()
+
+
+def tumbling_count() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5)).count().to_stream().to(
+        "out", Produced.with_(Serdes.time_windowed(S, 10), L)
+    )
+    return b.build()
+
+
+def hopping_reduce() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2).advance_by(5)).reduce(
+        lambda a, v: j(a) + j(v)
+    ).to_stream().to("out", Produced.with_(Serdes.time_windowed(S, 10), S))
+    return b.build()
+
+
+def sliding() -> Topology:
+    b = StreamsBuilder()
+    w = b.stream("in").group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5))
+    w.count().to_stream().to("count-out", Produced.with_(Serdes.time_windowed(S, 10), L))
+    w.aggregate(lambda: "", lambda k, v, agg: j(agg) + j(v), Materialized.with_(S, S)).to_stream().to(
+        "agg-out", Produced.with_(Serdes.time_windowed(S, 10), S)
+    )
+    return b.build()
+
+
+def session_count() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").group_by_key().windowed_by(
+        SessionWindows.of_inactivity_gap_and_grace(5, 3)
+    ).count().to_stream().to("out", Produced.with_(Serdes.session_windowed(S), L))
+    return b.build()
+
+
+def session_aggregate() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 3)).aggregate(
+        lambda: "",
+        lambda k, v, agg: j(agg) + j(v),
+        lambda k, a1, a2: j(a1) + "&" + j(a2),
+        Materialized.as_("sess").with_value_serde(S),
+    ).to_stream().to("out", Produced.with_(Serdes.session_windowed(S), S))
+    return b.build()
+
+
+def stream_stream(kind: str) -> Callable[[], Topology]:
+    def build() -> Topology:
+        b = StreamsBuilder()
+        left = b.stream("l")
+        right = b.stream("r")
+        w = JoinWindows.of_time_difference_and_grace(5, 3).after(8)
+        op = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[kind]
+        op(right, lambda a, c: j(a) + "/" + j(c), w).to("out")
+        return b.build()
+
+    return build
+
+
+def suppress_window() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2)).count().suppress(
+        Suppressed.until_window_closes(BufferConfig.unbounded())
+    ).to_stream().to("out", Produced.with_(Serdes.time_windowed(S, 10), L))
+    return b.build()
+
+
+def suppress_time_limit() -> Topology:
+    b = StreamsBuilder()
+    b.stream("in").group_by_key().count().suppress(
+        Suppressed.until_time_limit(10, BufferConfig.unbounded())
+    ).to_stream().to("out", Produced.with_(S, L))
+    return b.build()
+
+
+class PunctuatingProcessor(Processor[str, str]):
+    """Counts per key in a store; punctuates on stream time (every 10) and wall-clock time (every 100)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store("pcounts")
+        context.schedule(10, PunctuationType.STREAM_TIME, self._on_stream_time)
+        context.schedule(100, PunctuationType.WALL_CLOCK_TIME, self._on_wall_clock)
+
+    def _on_stream_time(self, ts: int) -> None:
+        with self.store.all() as it:
+            for kv in it:
+                self.context.forward(Record(kv.key, f"st:{kv.value}@{ts}", ts))
+
+    def _on_wall_clock(self, ts: int) -> None:
+        self.context.forward(Record("wall", f"wc@{ts}", ts))
+
+    def process(self, record: Record[str, str]) -> None:
+        old = self.store.get(record.key)
+        n = 1 if old is None else old + 1
+        self.store.put(record.key, n)
+        self.context.forward(record.with_value(f"{record.value}:{n}"))
+
+
+def punctuation() -> Topology:
+    t = Topology()
+    t.add_source("source", "in", key_deserializer=S.deserializer(), value_deserializer=S.deserializer())
+    t.add_processor("proc", PunctuatingProcessor, "source")
+    t.add_state_store(
+        Stores.key_value_store_builder(Stores.in_memory_key_value_store("pcounts"), S, L), "proc"
+    )
+    t.add_sink("sink", "out", "proc", key_serializer=S.serializer(), value_serializer=S.serializer())
+    return t
+
+
+TOPOLOGIES: dict[str, Callable[[], Topology]] = {
+    "stateless": stateless,
+    "flat_map": flat_map,
+    "select_key_count": select_key_count,
+    "merge": merge,
+    "split": split,
+    "repartition": repartition,
+    "group_by_key_aggs": group_by_key_aggs,
+    "group_by_count": group_by_count,
+    "named_ops": named_ops,
+    "to_table": to_table,
+    "table_ops": table_ops,
+    "table_unmaterialized": table_unmaterialized,
+    "table_group_by_aggregate": table_group_by_aggregate,
+    "table_group_by_count": table_group_by_count,
+    "tt_inner": table_table("inner"),
+    "tt_left": table_table("left"),
+    "tt_outer": table_table("outer"),
+    "st_join": stream_table(False),
+    "st_left_join": stream_table(True),
+    "global_join": global_join,
+    "tumbling_count": tumbling_count,
+    "hopping_reduce": hopping_reduce,
+    "sliding": sliding,
+    "session_count": session_count,
+    "session_aggregate": session_aggregate,
+    "ss_inner": stream_stream("inner"),
+    "ss_left": stream_stream("left"),
+    "ss_outer": stream_stream("outer"),
+    "suppress_window": suppress_window,
+    "suppress_time_limit": suppress_time_limit,
+    "punctuation": punctuation,
+}
+
+# ----------------------------------------------------------------------------- inputs
+
+SS = ("string", "string")
+SL = ("string", "long")
+WIN10 = ("window:10:string", "long")
+WIN10S = ("window:10:string", "string")
+SESS = ("session:string", "long")
+SESSS = ("session:string", "string")
+
+_TT_STEPS = [
+    P("l", "a", "l1", 1),
+    P("r", "a", "r1", 2),
+    P("r", "b", "r2", 3),
+    P("l", "b", "l2", 4),
+    P("l", "a", None, 5),
+    P("r", "b", None, 6),
+    P("r", "a", "r3", 7),
+    P("l", "c", "l3", 8),
+    P("r", "c", None, 9),
+    P("l", "b", None, 10),
+    P("l", "d", None, 11),
+    P("r", "a", "r4", 3),
+]
+_ST_STEPS = [
+    P("s", "a", "s1", 1),
+    P("t", "a", "t1", 2),
+    P("s", "a", "s2", 3),
+    P("s", "b", "s3", 4),
+    P("t", "a", None, 5),
+    P("s", "a", "s4", 6),
+    P("s", None, "s5", 7),
+    P("t", "b", "t2", 1),
+    P("s", "b", "s6", 2),
+    P("s", "b", None, 8),
+    P("t", None, "tn", 9),
+]
+_SS_STEPS = [
+    P("l", "a", "l1", 10),
+    P("r", "a", "r1", 1),
+    P("r", "a", "r2", 2),
+    P("r", "a", "r3", 18),
+    P("r", "a", "r4", 19),
+    W(1000),
+    P("l", "b", "l2", 20),
+    P("r", "a", "r5", 5),
+    P("l", "a", "l3", 30),
+    W(1000),
+    P("r", "c", "r6", 40),
+    P("l", None, "ln", 41),
+    P("r", None, "rn", 41),
+    P("l", "c", None, 42),
+    P("l", "a", "l4", 3),
+    W(1000),
+    P("l", "d", "l5", 50),
+    P("r", "e", "r7", 51),
+    P("l", "c", "l6", 44),
+    W(1000),
+    P("r", "z", "r8", 70),
+    W(500),
+    P("l", "z", "l7", 90),
+    W(600),
+    P("l", "z", "l8", 120),
+]
+_WINDOW_STEPS = [
+    P("in", "a", "1", 1),
+    P("in", "a", "2", 5),
+    P("in", "b", "3", 12),
+    P("in", "a", "4", 9),
+    P("in", "a", "5", 20),
+    P("in", "a", "6", 14),
+    P("in", "a", "7", 3),
+    P("in", "a", "8", 25),
+    P("in", "a", "9", 10),
+    P("in", "a", "10", 11),
+    P("in", "a", "11", 20),
+    P("in", None, "12", 30),
+    P("in", "a", None, 26),
+    P("in", "b", "13", 15),
+    P("in", "b", "14", 16),
+]
+_SESSION_STEPS = [
+    P("in", "a", "1", 0),
+    P("in", "a", "2", 4),
+    P("in", "a", "3", 12),
+    P("in", "a", "4", 8),
+    P("in", "b", "5", 20),
+    P("in", "a", "6", 30),
+    P("in", "a", "7", 20),
+    P("in", "a", "8", 27),
+    P("in", "b", "9", 26),
+    P("in", "b", "10", 22),
+    P("in", None, "11", 31),
+    P("in", "a", None, 32),
+    P("in", "a", "12", 40),
+]
+
+_BASE: list[Scenario] = [
+    Scenario(
+        "stateless",
+        "stateless",
+        {"in": SS},
+        {"out": SS},
+        [
+            P("in", "a", "v1", 1),
+            P("in", "b", None, 2),
+            P("in", None, "n", 3),
+            P("in", "c", "xskip", 4),
+            P("in", "a", "v2", 0),
+        ],
+    ),
+    Scenario(
+        "flat_map",
+        "flat_map",
+        {"in": SS},
+        {"out": SS},
+        [P("in", "k", "a,b", 1), P("in", None, "c", 2), P("in", "k", None, 3), P("in", "z", "d,e,f", 5)],
+    ),
+    Scenario(
+        "select_key_count",
+        "select_key_count",
+        {"in": SS},
+        {"out": SL},
+        [
+            P("in", "a", "x", 1),
+            P("in", "b", "y", 2),
+            P("in", "c", "x", 3),
+            P("in", "d", None, 4),
+            P("in", "e", "y", 5),
+            P("in", None, "x", 6),
+            P("in", "f", "x", 2),
+        ],
+    ),
+    Scenario(
+        "merge",
+        "merge",
+        {"a": SS, "b": SS},
+        {"out": SS},
+        [P("a", "k1", "1", 10), P("b", "k2", "2", 5), P("a", None, "3", 7), P("b", "k1", None, 20)],
+    ),
+    Scenario(
+        "split",
+        "split",
+        {"in": SS},
+        {"out-a": SS, "out-b": SS, "out-rest": SS},
+        [
+            P("in", "a", "apple", 1),
+            P("in", "b", "banana", 2),
+            P("in", "c", "cherry", 3),
+            P("in", "d", None, 4),
+            P("in", None, "avocado", 5),
+        ],
+    ),
+    Scenario(
+        "repartition",
+        "repartition",
+        {"in": SS},
+        {"out": SS, "out2": SS},
+        [P("in", "a", "x", 1), P("in", None, "y", 2), P("in", "b", None, 3), P("in", "c", "z", 4)],
+    ),
+    Scenario(
+        "group_by_key_aggs",
+        "group_by_key_aggs",
+        {"in": SS},
+        {"count-out": SL, "reduce-out": SS, "agg-out": SS},
+        [
+            P("in", "a", "1", 1),
+            P("in", "a", "2", 2),
+            P("in", "b", "3", 3),
+            P("in", None, "4", 4),
+            P("in", "a", None, 5),
+            P("in", "b", "5", 3),
+            P("in", "a", "6", 10),
+        ],
+    ),
+    Scenario(
+        "group_by_count",
+        "group_by_count",
+        {"in": SS},
+        {"out": SL},
+        [
+            P("in", "a", "x", 1),
+            P("in", "b", "x", 2),
+            P("in", "c", None, 3),
+            P("in", None, "y", 4),
+            P("in", "d", "y", 5),
+        ],
+    ),
+    Scenario(
+        "named_ops",
+        "named_ops",
+        {"in": SS},
+        {"out": SL},
+        [P("in", "a", "1", 1), P("in", "a", None, 2), P("in", "b", "2", 3), P("in", "a", "3", 4)],
+    ),
+    Scenario(
+        "to_table",
+        "to_table",
+        {"in": SS},
+        {"out": SS},
+        [
+            P("in", "a", "1", 1),
+            P("in", "a", "2", 2),
+            P("in", None, "3", 3),
+            P("in", "a", None, 4),
+            P("in", "b", "5", 5),
+            P("in", "c", None, 6),
+        ],
+    ),
+    Scenario(
+        "table_ops",
+        "table_ops",
+        {"t": SS},
+        {"out": SS},
+        [
+            P("t", "a", "1", 1),
+            P("t", "b", "x2", 2),
+            P("t", "a", "x3", 3),
+            P("t", "b", "4", 4),
+            P("t", "a", None, 5),
+            P("t", "c", None, 6),
+            P("t", None, "n", 7),
+            P("t", "b", None, 8),
+            P("t", "d", "5", 2),
+        ],
+    ),
+    Scenario(
+        "table_unmaterialized",
+        "table_unmaterialized",
+        {"t": SS},
+        {"out": SS},
+        [
+            P("t", "a", "1", 1),
+            P("t", "a", "drop", 2),
+            P("t", "a", "3", 3),
+            P("t", "a", None, 4),
+            P("t", "b", "drop", 5),
+        ],
+    ),
+    Scenario(
+        "table_group_by_aggregate",
+        "table_group_by_aggregate",
+        {"t": SS},
+        {"out": SS},
+        [
+            P("t", "a", "g1", 1),
+            P("t", "b", "g1", 2),
+            P("t", "a", "g2", 3),
+            P("t", "b", None, 4),
+            P("t", "a", "g2", 5),
+            P("t", "c", "g1", 6),
+            P("t", "c", None, 7),
+            P("t", "d", None, 8),
+        ],
+    ),
+    Scenario(
+        "table_group_by_count",
+        "table_group_by_count",
+        {"t": SS},
+        {"out": SL},
+        [
+            P("t", "a", "x", 1),
+            P("t", "b", "x", 2),
+            P("t", "a", "y", 3),
+            P("t", "a", None, 4),
+            P("t", "b", "x", 5),
+        ],
+    ),
+    Scenario("tt_inner", "tt_inner", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
+    Scenario("tt_left", "tt_left", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
+    Scenario("tt_outer", "tt_outer", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
+    Scenario("st_join", "st_join", {"s": SS, "t": SS}, {"out": SS}, _ST_STEPS),
+    Scenario("st_left_join", "st_left_join", {"s": SS, "t": SS}, {"out": SS}, _ST_STEPS),
+    Scenario(
+        "global_join",
+        "global_join",
+        {"g": SS, "s": SS},
+        {"out": SS, "out-left": SS},
+        [
+            P("g", "k1", "g1", 1),
+            P("s", "a", "k1", 2),
+            P("s", "b", "k2", 3),
+            P("s", "c", None, 4),
+            P("g", "k2", "g2", 5),
+            P("s", "d", "k2", 6),
+            P("g", "k1", None, 7),
+            P("s", "e", "k1", 8),
+            P("s", None, "k2", 9),
+        ],
+    ),
+    Scenario("tumbling_count", "tumbling_count", {"in": SS}, {"out": WIN10}, _WINDOW_STEPS),
+    Scenario("hopping_reduce", "hopping_reduce", {"in": SS}, {"out": WIN10S}, _WINDOW_STEPS),
+    Scenario("sliding", "sliding", {"in": SS}, {"count-out": WIN10, "agg-out": WIN10S}, _WINDOW_STEPS),
+    Scenario("session_count", "session_count", {"in": SS}, {"out": SESS}, _SESSION_STEPS),
+    Scenario("session_aggregate", "session_aggregate", {"in": SS}, {"out": SESSS}, _SESSION_STEPS),
+    Scenario("ss_inner", "ss_inner", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
+    Scenario("ss_left", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
+    Scenario("ss_outer", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
+    Scenario("suppress_window", "suppress_window", {"in": SS}, {"out": WIN10}, _WINDOW_STEPS),
+    Scenario("suppress_time_limit", "suppress_time_limit", {"in": SS}, {"out": SL}, _WINDOW_STEPS),
+    Scenario(
+        "punctuation",
+        "punctuation",
+        {"in": SS},
+        {"out": SS},
+        [
+            P("in", "a", "1", 1),
+            P("in", "b", "2", 5),
+            P("in", "a", "3", 12),
+            W(150),
+            P("in", "a", "4", 25),
+            W(50),
+            W(100),
+            P("in", "c", "5", 40),
+            P("in", "c", "6", 39),
+        ],
+    ),
+]
+
+
+def _variants() -> list[Scenario]:
+    """Every scenario twice: default config (caching on, commit after each record) and caching off."""
+    out: list[Scenario] = []
+    for s in _BASE:
+        out.append(Scenario(s.name + "/cache", s.topology, s.inputs, s.outputs, s.steps, {}))
+        out.append(
+            Scenario(
+                s.name + "/nocache",
+                s.topology,
+                s.inputs,
+                s.outputs,
+                s.steps,
+                {"statestore.cache.max.bytes": "0"},
+            )
+        )
+    return out
+
+
+SCENARIOS: list[Scenario] = _variants()
