@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.forwarding import TimestampedTupleForwarder
 from kspark.kstream.internals.kstream_processors import ContextualProcessor
-from kspark.kstream.internals.ktable_processors import TimestampedTupleForwarder
 from kspark.kstream.internals.stream_table_join import record_dropped
 from kspark.kstream.internals.value_getters import (
     KTableMaterializedValueGetterSupplier,
@@ -237,7 +237,7 @@ class _MergerProcessor(ContextualProcessor):
         super().init(context)
         if self._m.queryable_name is not None:
             self._store = context.get_state_store(self._m.queryable_name)
-            self._forwarder = TimestampedTupleForwarder(context, self._m.send_old_values)
+            self._forwarder = TimestampedTupleForwarder(context, self._m.send_old_values, self._store)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if self._store is not None:

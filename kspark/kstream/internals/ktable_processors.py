@@ -3,9 +3,10 @@
 All of them produce a KTable, so they forward ``Change(new, old)`` values
 and implement ``KTableProcessorSupplier`` (``view()``,
 ``enable_send_old_values()``). Results stored in a materialized store are
-``ValueAndTimestamp``; the test driver runs with caching off, so every
-update is forwarded immediately (with the old value only when a downstream
-operator asked for old values).
+``ValueAndTimestamp``. Updates go out through a ``TimestampedTupleForwarder``
+over that store: immediately when the store does not cache, else when the
+task's record cache flushes the entry (KIP-63); the old value travels only
+when a downstream operator asked for old values.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kspark.errors import StreamsException
 from kspark.key_value import KeyValue
 from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.forwarding import TimestampedTupleForwarder
 from kspark.kstream.internals.kstream_processors import ContextualProcessor, to_key_value
 from kspark.kstream.internals.stream_table_join import record_dropped
 from kspark.kstream.internals.value_getters import (
@@ -43,19 +45,6 @@ __all__ = [
 ]
 
 
-class TimestampedTupleForwarder:
-    """Forwards a table update, stripping the old value unless old values were requested."""
-
-    def __init__(self, context: ProcessorContext, send_old_values: bool) -> None:
-        self._context = context
-        self._send_old_values = send_old_values
-
-    def maybe_forward(self, record: Record[Any, Change[Any]]) -> None:
-        if not self._send_old_values:
-            record = record.with_value(Change(record.value.new_value, None, record.value.is_latest))
-        self._context.forward(record)
-
-
 def _put(store: Any, key: Any, value: Any, timestamp: int) -> None:
     store.put(key, ValueAndTimestamp.make(value, timestamp))
 
@@ -73,7 +62,7 @@ class _KTableSourceProcessor(ContextualProcessor):
         super().init(context)
         if self._supplier.queryable_name is not None:
             self._store = context.get_state_store(self._supplier.queryable_name)
-            self._forwarder = TimestampedTupleForwarder(context, self._supplier.send_old_values)
+            self._forwarder = TimestampedTupleForwarder(context, self._supplier.send_old_values, self._store)
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
@@ -145,7 +134,7 @@ class _StreamAggProcessor(ContextualProcessor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = context.get_state_store(self._supplier.store_name)
-        self._forwarder = TimestampedTupleForwarder(context, self._supplier.send_old_values)
+        self._forwarder = TimestampedTupleForwarder(context, self._supplier.send_old_values, self._store)
 
     def _emit(self, record: Record[Any, Any], new_agg: Any, old_agg: Any, timestamp: int) -> None:
         _put(self._store, record.key, new_agg, timestamp)
@@ -295,7 +284,7 @@ class _StatelessTableProcessor(ContextualProcessor):
         super().init(context)
         if self._s.queryable_name is not None:
             self._store = context.get_state_store(self._s.queryable_name)
-            self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values)
+            self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values, self._store)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         key, change = record.key, record.value
@@ -435,7 +424,7 @@ class _TableAggregateProcessor(ContextualProcessor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = context.get_state_store(self._s.store_name)
-        self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values)
+        self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values, self._store)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if record.key is None:

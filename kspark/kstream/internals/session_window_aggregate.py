@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.forwarding import SessionCacheFlushListener, TimestampedTupleForwarder
 from kspark.kstream.internals.value_getters import (
     KTableProcessorSupplier,
     KTableValueGetter,
@@ -97,10 +98,15 @@ class _SessionWindowAggregateProcessor(Processor[Any, Any]):
         self.observed_stream_time = NO_TIMESTAMP
         self.context: ProcessorContext = None  # type: ignore[assignment]
         self.store: Any = None
+        self.tuple_forwarder: TimestampedTupleForwarder = None  # type: ignore[assignment]
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.store = context.get_state_store(self.s.store_name)
+        # with a caching store the cache forwards the updates (at the session end) when it flushes
+        self.tuple_forwarder = TimestampedTupleForwarder(
+            context, self.s.send_old_values, self.store, SessionCacheFlushListener(context)
+        )
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
@@ -138,6 +144,6 @@ class _SessionWindowAggregateProcessor(Processor[Any, Any]):
         self._forward(session_key, None, agg)
 
     def _forward(self, key: Windowed[Any], old_agg: Any, new_agg: Any) -> None:
-        self.context.forward(
+        self.tuple_forwarder.maybe_forward(
             Record(key, Change(new_agg, old_agg if self.s.send_old_values else None), key.window.end)
         )

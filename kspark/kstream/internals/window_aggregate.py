@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.forwarding import TimestampedTupleForwarder
 from kspark.kstream.internals.value_getters import (
     KTableProcessorSupplier,
     KTableValueGetter,
@@ -93,6 +94,7 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
         self.observed_stream_time = NO_TIMESTAMP
         self.context: ProcessorContext = None  # type: ignore[assignment]
         self.window_store: Any = None
+        self.tuple_forwarder: TimestampedTupleForwarder = None  # type: ignore[assignment]
 
     @property
     def emit_on_close(self) -> bool:
@@ -105,6 +107,10 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
             self.time_tracker.emit_interval_ms = emit_interval_ms(
                 context, EMIT_INTERVAL_MS_WINDOWED_AGGREGATION
             )
+            self.tuple_forwarder = TimestampedTupleForwarder(context, self.send_old_values)
+        else:
+            # with a caching store the cache forwards the updates when it flushes
+            self.tuple_forwarder = TimestampedTupleForwarder(context, self.send_old_values, self.window_store)
 
     def update_observed_stream_time(self, timestamp: int) -> None:
         self.observed_stream_time = max(self.observed_stream_time, timestamp)
@@ -121,7 +127,7 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
     ) -> None:
         if self.emit_on_close:
             return
-        self.context.forward(
+        self.tuple_forwarder.maybe_forward(
             Record(
                 Windowed(record.key, window),
                 Change(new_agg, old_agg if self.send_old_values else None),

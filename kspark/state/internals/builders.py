@@ -1,11 +1,13 @@
 """Store suppliers and builders (Kafka's ``*BytesStoreSupplier`` and ``*StoreBuilder``).
 
-A supplier makes the inner bytes store; a builder layers it:
-typed/metered (serdes) -> change-logging (when logging is on) -> inner store.
-Logging is on by default and caching off, as in Kafka. Caching is recorded as
-a flag (``store.caching_enabled``) only: the test driver flushes after every
-record, so a cache would have no visible effect there, and the Spark runner
-implements KIP-63 compaction per micro-batch itself.
+A supplier makes the inner bytes store; a builder layers it as Kafka does:
+typed/metered (serdes) -> caching (when caching is on) -> change-logging
+(when logging is on) -> inner store. Logging is on by default and caching
+off, as in Kafka (the DSL's ``Materialized`` turns caching on by default).
+The caching layer buffers writes in the task's record cache until the task
+commits (``flush``) or the cache bound evicts them
+(:mod:`kspark.state.internals.caching`); ``store.caching_enabled`` tells
+whether the built store has one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Self, TypeVar
 
 from kspark.serde.api import Serde
 from kspark.state.api import StoreBuilder
+from kspark.state.internals.caching import CachingKeyValueStore, CachingSessionStore, CachingWindowStore
 from kspark.state.internals.change_logging import (
     ChangeLoggingKeyValueBytesStore,
     ChangeLoggingSessionBytesStore,
@@ -230,6 +233,8 @@ class KeyValueStoreBuilder(_AbstractStoreBuilder):
         inner: Any = self.supplier.get()
         if self._logging:
             inner = ChangeLoggingKeyValueBytesStore(inner, timestamped=self._timestamped)
+        if self._caching:
+            inner = CachingKeyValueStore(inner)
         return self._finish(self._metered(inner, self.key_serde, self.value_serde), self._caching)
 
 
@@ -257,6 +262,8 @@ class WindowStoreBuilder(_AbstractStoreBuilder):
         if caching and retain_duplicates:
             LOG.warning("Disabling caching for %s since store was configured to retain duplicates", self.name)
             caching = False
+        if caching:
+            inner = CachingWindowStore(inner, self.supplier.window_size())
         return self._finish(self._metered(inner, self.key_serde, self.value_serde), caching)
 
     def retention_period(self) -> int:
@@ -278,6 +285,8 @@ class SessionStoreBuilder(_AbstractStoreBuilder):
         inner: Any = self.supplier.get()
         if self._logging:
             inner = ChangeLoggingSessionBytesStore(inner)
+        if self._caching:
+            inner = CachingSessionStore(inner)
         return self._finish(MeteredSessionStore(inner, self.key_serde, self.value_serde), self._caching)
 
     def retention_period(self) -> int:

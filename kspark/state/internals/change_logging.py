@@ -60,6 +60,12 @@ class WrappedStateStore(StateStore):
     def flush(self) -> None:
         self.wrapped.flush()
 
+    def set_flush_listener(self, listener: Any, send_old_values: bool) -> bool:
+        """Pass a flush listener down to a caching layer, if there is one below (Kafka's
+        ``WrappedStateStore.setFlushListener``)."""
+        setter = getattr(self.wrapped, "set_flush_listener", None)
+        return bool(setter(listener, send_old_values)) if callable(setter) else False
+
     def close(self) -> None:
         self.wrapped.close()
 

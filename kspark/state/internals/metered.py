@@ -49,12 +49,18 @@ __all__ = [
     "MeteredSessionStore",
     "innermost",
     "RestoreRecord",
+    "FlushListener",
 ]
 
 _TS = struct.Struct(">q")
 
 RestoreRecord = tuple[bytes, bytes | None, int]
 """A changelog record handed to a restore callback: (key bytes, value bytes, record timestamp)."""
+
+FlushListener = Callable[[Any, Any, Any, int, Any], None]
+"""Called for each entry a caching store flushes: ``(key, new value, old value, timestamp, headers)``,
+typed (``Windowed`` keys for window and session stores); the old value is ``None`` unless old
+values were asked for."""
 
 
 class ValueAndTimestampSerializer(Serializer[ValueAndTimestamp[Any]]):
@@ -172,6 +178,23 @@ class _MeteredStore(StateStore):
 
     def flush(self) -> None:
         self.wrapped.flush()
+
+    def set_flush_listener(self, listener: FlushListener, send_old_values: bool) -> bool:
+        """Have a caching layer below call ``listener`` with typed flushed entries (Kafka's
+        ``setFlushListener``); False, and nothing registered, when the store does not cache."""
+        setter = getattr(self.wrapped, "set_flush_listener", None)
+        if not callable(setter):
+            return False
+
+        def typed(raw_key: Any, new: bytes | None, old: bytes | None, timestamp: int, headers: Any) -> None:
+            listener(
+                self._flushed_key(raw_key), self.value_from(new), self.value_from(old), timestamp, headers
+            )
+
+        return bool(setter(typed, send_old_values))
+
+    def _flushed_key(self, raw_key: Any) -> Any:
+        return self.key_from(raw_key)
 
     def close(self) -> None:
         self.wrapped.close()
@@ -293,6 +316,9 @@ class MeteredTimestampedKeyValueStore(MeteredKeyValueStore):
 class MeteredWindowStore(_MeteredStore, WindowStore[Any, Any]):
     """The typed window store processors use."""
 
+    def _flushed_key(self, raw_key: Any) -> Any:
+        return self._windowed_key_from(raw_key)
+
     def put(self, key: Any, value: Any, window_start_timestamp: int) -> None:
         self._check_open()
         self.wrapped.put(self.raw_key(key), self.raw_value(value), window_start_timestamp)
@@ -350,6 +376,9 @@ class MeteredTimestampedWindowStore(MeteredWindowStore):
 
 class MeteredSessionStore(_MeteredStore, SessionStore[Any, Any]):
     """The typed session store processors use."""
+
+    def _flushed_key(self, raw_key: Any) -> Any:
+        return self._windowed_key_from(raw_key)
 
     def put(self, session_key: Windowed[Any], aggregate: Any) -> None:
         self._check_open()
