@@ -9,14 +9,18 @@ from test_window_support import FakeContext
 
 from kspark.errors import StreamsException
 from kspark.kstream.internals.change import Change
-from kspark.kstream.internals.suppress import KTableSuppressProcessorSupplier, TimeOrderedKeyValueBuffer
+from kspark.kstream.internals.suppress import KTableSuppressProcessorSupplier
+from kspark.kstream.internals.time_ordered_key_value_buffer import InMemoryTimeOrderedKeyValueChangeBuffer
 from kspark.kstream.suppressed import BufferConfig, Suppressed
 from kspark.kstream.windowed import TimeWindow, Windowed
 from kspark.processor.api import Record
+from kspark.serde import Serdes
 
 
-def _proc(suppressed: Suppressed, wait_ms: int) -> Any:
-    buffer = TimeOrderedKeyValueBuffer("buf", None, None)
+def _proc(suppressed: Suppressed, wait_ms: int, key_serde: Any = None, value_serde: Any = None) -> Any:
+    buffer = InMemoryTimeOrderedKeyValueChangeBuffer(
+        "buf", key_serde or Serdes.String(), value_serde or Serdes.Long(), logging_enabled=False
+    )
     ctx = FakeContext({"buf": buffer})
     buffer.init(ctx, buffer)
     proc = KTableSuppressProcessorSupplier(suppressed, "buf", wait_ms)()
@@ -30,7 +34,7 @@ def W(key: str, start: int, end: int) -> Windowed[str]:
 
 def test_final_results_emit_once_when_stream_time_reaches_end_plus_grace() -> None:
     # KTableSuppressProcessorTest.windowedZeroTimeLimitShouldImmediatelyEmit / finalResults shape
-    proc, ctx = _proc(Suppressed.until_window_closes(), wait_ms=1)  # grace 1
+    proc, ctx = _proc(Suppressed.until_window_closes(), 1, Serdes.time_windowed(Serdes.String(), 100))
     proc.process(Record(W("k", 0, 100), Change(1, None), 0))
     proc.process(Record(W("k", 0, 100), Change(2, 1), 99))
     proc.process(Record(W("k", 100, 200), Change(1, None), 100))  # stream time 100 < 100 + 1
@@ -40,14 +44,14 @@ def test_final_results_emit_once_when_stream_time_reaches_end_plus_grace() -> No
 
 
 def test_final_results_drop_tombstones() -> None:
-    proc, ctx = _proc(Suppressed.until_window_closes(), wait_ms=0)
+    proc, ctx = _proc(Suppressed.until_window_closes(), 0, Serdes.time_windowed(Serdes.String(), 10))
     proc.process(Record(W("k", 0, 10), Change(None, 3), 5))
     proc.process(Record(W("k", 10, 20), Change(1, None), 10))
     assert ctx.take() == []
 
 
 def test_time_limit_keeps_the_first_buffer_time_of_a_key() -> None:
-    proc, ctx = _proc(Suppressed.until_time_limit(10), wait_ms=10)
+    proc, ctx = _proc(Suppressed.until_time_limit(10), 10, value_serde=Serdes.String())
     proc.process(Record("a", Change("a1", None), 0))
     proc.process(Record("a", Change("a2", "a1"), 8))  # still due at 0 + 10
     proc.process(Record("b", Change("b1", None), 9))

@@ -16,17 +16,18 @@ default 1000 ms), as Kafka does.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from kspark.key_value import KeyValue
 from kspark.kstream.internals.graph import GraphNode, ProcessorGraphNode, ProcessorParameters
+from kspark.kstream.internals.outer_join_buffer import (
+    LeftOrRightValue,
+    OuterJoinStoreBuilder,
+    TimestampedKeyAndJoinSide,
+)
 from kspark.kstream.internals.window_aggregate import TimeTracker, emit_interval_ms, record_dropped
 from kspark.kstream.windows import JoinWindows
 from kspark.processor.api import Processor, ProcessorContext, Record
-from kspark.state.api import StateStore, StoreBuilder
 
 __all__ = [
     "EMIT_INTERVAL_MS_OUTER_JOIN",
@@ -35,7 +36,6 @@ __all__ = [
     "PassThrough",
     "TimestampedKeyAndJoinSide",
     "LeftOrRightValue",
-    "OuterJoinStore",
     "OuterJoinStoreBuilder",
     "TimeTrackerSupplier",
     "StreamStreamJoinNode",
@@ -76,23 +76,6 @@ class PassThrough(Processor[Any, Any]):
         self.context.forward(record)
 
 
-@dataclass(frozen=True)
-class TimestampedKeyAndJoinSide:
-    """Key of the outer-join store: ordered by timestamp, then side (right before left), then key bytes."""
-
-    key: Any
-    timestamp: int
-    left_side: bool
-
-
-@dataclass(frozen=True)
-class LeftOrRightValue:
-    """A parked unmatched value of one side."""
-
-    left_value: Any
-    right_value: Any
-
-
 class TimeTrackerSupplier:
     """One ``TimeTracker`` per task, shared by the two join processors of that task."""
 
@@ -104,119 +87,6 @@ class TimeTrackerSupplier:
 
     def remove(self, task_id: str) -> None:
         self._trackers.pop(task_id, None)
-
-
-class OuterJoinStore(StateStore):
-    """Kafka's ``ListValueStore`` for the outer join: each key holds the list of parked values.
-
-    Kept in memory and ordered as Kafka's byte layout orders it:
-    ``<8-byte timestamp><side byte: left=1, right=0><serialized key>``.
-    """
-
-    def __init__(self, name: str, key_serde: Any) -> None:
-        self._name = name
-        self._key_serde = key_serde
-        self._sort_keys: list[tuple[int, int, bytes]] = []
-        self._entries: dict[
-            tuple[int, int, bytes], tuple[TimestampedKeyAndJoinSide, list[LeftOrRightValue]]
-        ] = {}
-        self._open = False
-        self._serializer: Any = None
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def init(self, context: ProcessorContext, root: StateStore) -> None:
-        serde = self._key_serde if self._key_serde is not None else context.key_serde()
-        self._serializer = serde.serializer() if serde is not None else None
-        self._open = True
-        register = getattr(context, "register", None)
-        if register is not None:
-            register(root, None)
-
-    def _sort_key(self, key: TimestampedKeyAndJoinSide) -> tuple[int, int, bytes]:
-        raw = (
-            self._serializer.serialize(None, key.key)
-            if self._serializer is not None
-            else repr(key.key).encode()
-        )
-        return (key.timestamp, 1 if key.left_side else 0, raw or b"")
-
-    def put(self, key: TimestampedKeyAndJoinSide, value: LeftOrRightValue | None) -> None:
-        """Append ``value`` to the key's list; ``None`` deletes the whole list."""
-        sk = self._sort_key(key)
-        if value is None:
-            if self._entries.pop(sk, None) is not None:
-                self._sort_keys.pop(bisect.bisect_left(self._sort_keys, sk))
-            return
-        entry = self._entries.get(sk)
-        if entry is None:
-            self._entries[sk] = (key, [value])
-            bisect.insort(self._sort_keys, sk)
-        else:
-            entry[1].append(value)
-
-    def put_if_absent(self, key: TimestampedKeyAndJoinSide, value: LeftOrRightValue | None) -> None:
-        """As Kafka's ``ListValueStore.putIfAbsent``: acts only if the key *is* present."""
-        sk = self._sort_key(key)
-        if sk in self._entries:
-            self.put(key, value)
-
-    def all(self) -> Iterator[KeyValue[TimestampedKeyAndJoinSide, LeftOrRightValue]]:
-        """Every parked value, one pair per list element, in key order (a snapshot)."""
-        for sk in list(self._sort_keys):
-            entry = self._entries.get(sk)
-            if entry is None:
-                continue
-            for value in list(entry[1]):
-                yield KeyValue(entry[0], value)
-
-    def approximate_num_entries(self) -> int:
-        return len(self._entries)
-
-    def close(self) -> None:
-        self._open = False
-
-    def persistent(self) -> bool:
-        return False
-
-    def is_open(self) -> bool:
-        return self._open
-
-
-class OuterJoinStoreBuilder(StoreBuilder[Any, Any]):
-    """Builds the outer-join shared store (caching is never used; logging is not implemented)."""
-
-    def __init__(self, name: str, key_serde: Any) -> None:
-        self._name = name
-        self._key_serde = key_serde
-        self._logging = False
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def build(self) -> StateStore:
-        return OuterJoinStore(self._name, self._key_serde)
-
-    def with_caching_enabled(self) -> OuterJoinStoreBuilder:
-        return self
-
-    def with_caching_disabled(self) -> OuterJoinStoreBuilder:
-        return self
-
-    def with_logging_enabled(self, config: dict[str, str] | None = None) -> OuterJoinStoreBuilder:
-        return self
-
-    def with_logging_disabled(self) -> OuterJoinStoreBuilder:
-        return self
-
-    def logging_enabled(self) -> bool:
-        return self._logging
-
-    def log_config(self) -> dict[str, str]:
-        return {}
 
 
 class StreamStreamJoinSide:
@@ -258,7 +128,7 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
         self.grace_ms = s.windows.grace_period_ms()
         self.context: ProcessorContext = None  # type: ignore[assignment]
         self.other_store: Any = None
-        self.outer_store: OuterJoinStore | None = None
+        self.outer_store: Any = None
         self.tracker: TimeTracker = TimeTracker()
 
     def init(self, context: ProcessorContext) -> None:
@@ -266,7 +136,7 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
         self.other_store = context.get_state_store(self.s.other_window_name)
         self.tracker = self.s.time_tracker_supplier.get(context.task_id())
         if self.s.outer_join_store_name is not None:
-            self.outer_store = context.get_state_store(self.s.outer_join_store_name)  # type: ignore[assignment]
+            self.outer_store = context.get_state_store(self.s.outer_join_store_name)
         self.tracker.emit_interval_ms = emit_interval_ms(context, EMIT_INTERVAL_MS_OUTER_JOIN)
 
     def close(self) -> None:
@@ -323,8 +193,10 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
         store = self.outer_store
         assert store is not None
         tracker = self.tracker
-        # cheap check first: nothing parked can have closed yet
-        if tracker.min_time + self.s.join_after_ms + self.grace_ms >= tracker.stream_time:
+        # cheap check first: nothing parked can have closed yet. Java long arithmetic: with
+        # min_time at Long.MAX_VALUE (empty store, or a task just restored) the sum overflows
+        # and the store is scanned, which is how Kafka emits restored parked records
+        if _java_long(tracker.min_time + self.s.join_after_ms + self.grace_ms) >= tracker.stream_time:
             return
         now = self.context.current_system_time_ms()
         if now < tracker.next_time_to_emit:
@@ -332,10 +204,15 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
         tracker.next_time_to_emit = now
         tracker.advance_next_time_to_emit()
         tracker.min_time = 2**63 - 1
-        prev_key: TimestampedKeyAndJoinSide | None = None
+        with store.all() as parked:
+            self._emit_closed(record, store, parked)
+
+    def _emit_closed(self, record: Record[Any, Any], store: Any, parked: Any) -> None:
+        tracker = self.tracker
+        prev_key: TimestampedKeyAndJoinSide[Any] | None = None
         left_open = right_open = False
-        for kv in store.all():
-            key: TimestampedKeyAndJoinSide = kv.key
+        for kv in parked:
+            key: TimestampedKeyAndJoinSide[Any] = kv.key
             tracker.min_time = key.timestamp
             if left_open and right_open:
                 break
@@ -359,6 +236,11 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
             prev_key = key
         if prev_key is not None:
             store.put(prev_key, None)
+
+
+def _java_long(value: int) -> int:
+    """``value`` wrapped to a signed 64-bit integer, as Java's ``long`` addition does."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 class StreamStreamJoinNode(GraphNode):
@@ -409,6 +291,24 @@ def _join_window_store(name: str, windows: JoinWindows, key_serde: Any, value_se
         config = dict((sj.log_config if sj is not None else None) or {})
         config["cleanup.policy"] = "delete"
         return b.with_logging_enabled(config)
+    return b.with_logging_disabled()
+
+
+def _outer_join_store(
+    name: str, key_serde: Any, this_value_serde: Any, other_value_serde: Any, sj: Any
+) -> OuterJoinStoreBuilder:
+    """The shared outer-join store (Kafka's ``OuterStreamJoinStoreFactory``), logged like the windows."""
+    from kspark.state import Stores
+
+    # Kafka matches the bytes-store type of an explicit this-side supplier, else uses its default
+    this_supplier = getattr(sj, "this_store_supplier", None)
+    in_memory = this_supplier is not None and not getattr(this_supplier, "persistent", True)
+    supplier = (
+        Stores.in_memory_key_value_store(name) if in_memory else Stores.persistent_key_value_store(name)
+    )
+    b = OuterJoinStoreBuilder(supplier, key_serde, this_value_serde, other_value_serde)
+    if sj is None or sj.logging:
+        return b.with_logging_enabled(dict((sj.log_config if sj is not None else None) or {}))
     return b.with_logging_disabled()
 
 
@@ -502,7 +402,13 @@ def build_stream_stream_join(
             outer_name = f"{base_store}{shared_suffix}-store"
         else:
             outer_name = "KSTREAM-OUTERSHARED-" + this_generated[len(this_prefix) :] + "-store"
-        outer_store = OuterJoinStoreBuilder(outer_name, key_serde or this_stream._key_serde)
+        outer_store = _outer_join_store(
+            outer_name,
+            key_serde or this_stream._key_serde,
+            this_value_serde or this_stream._value_serde,
+            other_value_serde or other_stream._value_serde,
+            sj,
+        )
 
     trackers = TimeTrackerSupplier()
     outer_name_or_none = outer_store.name if outer_store is not None else None

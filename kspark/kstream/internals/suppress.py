@@ -1,209 +1,50 @@
-"""``KTable.suppress``: the suppression processor and its time-ordered buffer.
+"""``KTable.suppress``: the suppression processor.
 
-Mirrors Kafka's ``KTableSuppressProcessorSupplier`` and
-``InMemoryTimeOrderedKeyValueChangeBuffer``. Each update is buffered per key
-at a buffer time (the record's timestamp, or its window's end for
-``until_window_closes``); a key already buffered keeps its original place
-("non-resetting"). After each record, entries whose buffer time is at or
-before ``stream time - wait`` are emitted oldest first, with the timestamp and
-headers of the latest update of that key. ``until_window_closes`` waits for
+Mirrors Kafka's ``KTableSuppressProcessorSupplier``. Each update is buffered
+per key at a buffer time (the record's timestamp, or its window's end for
+``until_window_closes``) in a change-logged
+:class:`~kspark.kstream.internals.time_ordered_key_value_buffer.InMemoryTimeOrderedKeyValueChangeBuffer`
+store (changelog ``<application.id>-<buffer name>-changelog``); a key already
+buffered keeps its original place ("non-resetting"). After each record,
+entries whose buffer time is at or before ``observed stream time - wait`` are
+emitted oldest first, with the record context (timestamp, headers, topic,
+offset) of the latest update of that key. ``until_window_closes`` waits for
 the upstream windowed aggregation's grace period (plus the gap for session
 windows) and drops tombstones.
+
+The processor's observed stream time is not persisted: as in Kafka 4.0 it
+starts at -1 when the task (re)starts and follows the records processed
+since; the buffer contents are restored from the changelog.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from sortedcontainers import SortedDict
-
 from kspark.errors import StreamsException, TopologyException
-from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.time_ordered_key_value_buffer import (
+    Eviction,
+    InMemoryTimeOrderedKeyValueChangeBuffer,
+    InMemoryTimeOrderedKeyValueChangeBufferBuilder,
+    WindowedKeySpec,
+)
 from kspark.kstream.internals.value_getters import (
     KTableProcessorSupplier,
     KTableValueGetter,
     KTableValueGetterSupplier,
 )
 from kspark.kstream.suppressed import BufferFullStrategy, Suppressed, TimeDefinition
-from kspark.kstream.windowed import SessionWindow, Windowed
-from kspark.processor.api import Headers, Processor, ProcessorContext, Record
-from kspark.state.api import StateStore, StoreBuilder, ValueAndTimestamp
+from kspark.processor.api import Processor, ProcessorContext, Record
+from kspark.processor.internals.records import ProcessorRecordContext
+from kspark.state.api import StoreBuilder, ValueAndTimestamp
 
 __all__ = [
-    "TimeOrderedKeyValueBuffer",
-    "TimeOrderedKeyValueBufferBuilder",
     "KTableSuppressProcessorSupplier",
     "find_and_verify_window_grace",
     "build_suppress",
 ]
 
-_MAX_LONG = sys.maxsize
-
-
-@dataclass
-class _BufferValue:
-    prior_value: Any
-    old_value: Any
-    new_value: Any
-    timestamp: int
-    headers: Headers
-    size: int
-
-
-class TimeOrderedKeyValueBuffer(StateStore):
-    """In-memory buffer of ``Change`` values, ordered by ``(buffer time, serialized key)``."""
-
-    def __init__(self, name: str, key_serde: Any, value_serde: Any) -> None:
-        self._name = name
-        self._key_serde = key_serde
-        self._value_serde = value_serde
-        self._sorted: SortedDict = SortedDict()  # (time, key bytes) -> (key, _BufferValue)
-        self._index: dict[bytes, tuple[int, bytes]] = {}
-        self._size = 0
-        self._open = False
-        self._key_ser: Any = None
-        self._value_ser: Any = None
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def init(self, context: ProcessorContext, root: StateStore) -> None:
-        key_serde = self._key_serde if self._key_serde is not None else context.key_serde()
-        value_serde = self._value_serde if self._value_serde is not None else context.value_serde()
-        self._key_ser = key_serde.serializer() if key_serde is not None else None
-        self._value_ser = value_serde.serializer() if value_serde is not None else None
-        self._open = True
-        register = getattr(context, "register", None)
-        if register is not None:
-            register(root, None)
-
-    def _key_bytes(self, key: Any) -> bytes:
-        if isinstance(key, Windowed):
-            # Kafka's windowed serdes: key bytes, then start (time windows) or end+start (sessions)
-            inner = self._serialize(self._key_ser, key.key)
-            times = (
-                (key.window.end, key.window.start)
-                if isinstance(key.window, SessionWindow)
-                else (key.window.start,)
-            )
-            return inner + b"".join(t.to_bytes(8, "big", signed=True) for t in times)
-        return self._serialize(self._key_ser, key)
-
-    @staticmethod
-    def _serialize(serializer: Any, obj: Any) -> bytes:
-        if obj is None:
-            return b""
-        if serializer is not None:
-            try:
-                return serializer.serialize(None, obj) or b""
-            except Exception:
-                pass
-        return repr(obj).encode()
-
-    def _value_size(self, value: Any) -> int:
-        return 0 if value is None else len(self._serialize(self._value_ser, value))
-
-    def put(self, time: int, record: Record[Any, Change[Any]]) -> None:
-        change = record.value
-        kb = self._key_bytes(record.key)
-        previous = self._index.get(kb)
-        prior = change.old_value if previous is None else self._sorted[previous][1].prior_value
-        size = 8 + len(kb) + self._value_size(change.new_value) + 8 + 8 + 4
-        size += self._value_size(prior)
-        if change.old_value is not prior:
-            size += self._value_size(change.old_value)
-        size += sum(len(h.key) + (len(h.value) if h.value is not None else 0) for h in record.headers)
-        value = _BufferValue(
-            prior, change.old_value, change.new_value, record.timestamp, record.headers, size
-        )
-        if previous is None:
-            sort_key = (time, kb)
-            self._index[kb] = sort_key
-            self._sorted[sort_key] = (record.key, value)
-            self._size += size
-        else:
-            # non-resetting: the key keeps its place in time order
-            self._size += size - self._sorted[previous][1].size
-            self._sorted[previous] = (record.key, value)
-
-    def min_timestamp(self) -> int:
-        return self._sorted.peekitem(0)[0][0] if self._sorted else _MAX_LONG
-
-    def num_records(self) -> int:
-        return len(self._index)
-
-    def buffer_size(self) -> int:
-        return self._size
-
-    def evict_while(
-        self, predicate: Callable[[], bool], callback: Callable[[Any, _BufferValue], None]
-    ) -> None:
-        while self._sorted and predicate():
-            sort_key, (key, value) = self._sorted.popitem(0)
-            del self._index[sort_key[1]]
-            self._size -= value.size
-            callback(key, value)
-
-    def prior_value_for_buffered(self, key: Any) -> tuple[bool, ValueAndTimestamp[Any] | None]:
-        """``(True, prior)`` if ``key`` is buffered (the value before its first buffered update)."""
-        sort_key = self._index.get(self._key_bytes(key))
-        if sort_key is None:
-            return (False, None)
-        return (True, ValueAndTimestamp.make(self._sorted[sort_key][1].prior_value, -1))
-
-    def close(self) -> None:
-        self._open = False
-
-    def persistent(self) -> bool:
-        return False
-
-    def is_open(self) -> bool:
-        return self._open
-
-
-class TimeOrderedKeyValueBufferBuilder(StoreBuilder[Any, Any]):
-    """Builds the suppression buffer (in memory; change-logging of the buffer is not implemented)."""
-
-    def __init__(
-        self, name: str, key_serde: Any, value_serde: Any, logging: bool, log_config: dict[str, str]
-    ):
-        self._name = name
-        self._key_serde = key_serde
-        self._value_serde = value_serde
-        self._logging = logging
-        self._log_config = dict(log_config)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def build(self) -> StateStore:
-        return TimeOrderedKeyValueBuffer(self._name, self._key_serde, self._value_serde)
-
-    def with_caching_enabled(self) -> TimeOrderedKeyValueBufferBuilder:
-        return self
-
-    def with_caching_disabled(self) -> TimeOrderedKeyValueBufferBuilder:
-        return self
-
-    def with_logging_enabled(self, config: dict[str, str] | None = None) -> TimeOrderedKeyValueBufferBuilder:
-        self._logging = True
-        self._log_config = dict(config or {})
-        return self
-
-    def with_logging_disabled(self) -> TimeOrderedKeyValueBufferBuilder:
-        self._logging = False
-        return self
-
-    def logging_enabled(self) -> bool:
-        return self._logging
-
-    def log_config(self) -> dict[str, str]:
-        return dict(self._log_config)
+_Buffer = InMemoryTimeOrderedKeyValueChangeBuffer
 
 
 class _SuppressedValueGetter(KTableValueGetter):
@@ -212,7 +53,7 @@ class _SuppressedValueGetter(KTableValueGetter):
     def __init__(self, parent: KTableValueGetter, store_name: str) -> None:
         self._parent = parent
         self._store_name = store_name
-        self._buffer: TimeOrderedKeyValueBuffer = None  # type: ignore[assignment]
+        self._buffer: _Buffer = None  # type: ignore[assignment]
 
     def init(self, context: ProcessorContext) -> None:
         self._parent.init(context)
@@ -271,7 +112,7 @@ class _KTableSuppressProcessor(Processor[Any, Any]):
         self.store_name = s.store_name
         self.observed_stream_time = -1
         self.context: ProcessorContext = None  # type: ignore[assignment]
-        self.buffer: TimeOrderedKeyValueBuffer = None  # type: ignore[assignment]
+        self.buffer: _Buffer = None  # type: ignore[assignment]
         self.node_name = s.suppressed.name or s.store_name
 
     def init(self, context: ProcessorContext) -> None:
@@ -281,7 +122,7 @@ class _KTableSuppressProcessor(Processor[Any, Any]):
     def process(self, record: Record[Any, Any]) -> None:
         self.observed_stream_time = max(self.observed_stream_time, record.timestamp)
         buffer_time = record.key.window.end if self.window_end_time else record.timestamp
-        self.buffer.put(buffer_time, record)
+        self.buffer.put(buffer_time, record, _record_context(self.context, record))
         self._enforce_constraints()
 
     def _over_capacity(self) -> bool:
@@ -300,12 +141,55 @@ class _KTableSuppressProcessor(Processor[Any, Any]):
                 f"[{self.buffer.buffer_size()}/{self.max_bytes}] bytes."
             )
 
-    def _emit(self, key: Any, value: _BufferValue) -> None:
-        if value.new_value is None and self.safe_to_drop_tombstones:
+    def _emit(self, eviction: Eviction) -> None:
+        change = eviction.value
+        if change.new_value is None and self.safe_to_drop_tombstones:
             return
-        self.context.forward(
-            Record(key, Change(value.new_value, value.old_value), value.timestamp, value.headers)
-        )
+        rc = eviction.record_context
+        # downstream sees the buffered record's context (topic, offset...), as Kafka restores it
+        has_rc = hasattr(self.context, "record_context")
+        previous = getattr(self.context, "record_context", None)
+        if has_rc:
+            self.context.record_context = rc  # type: ignore[attr-defined]
+        try:
+            self.context.forward(Record(eviction.key, change, rc.timestamp, rc.headers))
+        finally:
+            if has_rc:
+                self.context.record_context = previous  # type: ignore[attr-defined]
+
+
+def _record_context(context: ProcessorContext, record: Record[Any, Any]) -> ProcessorRecordContext:
+    """The context of the record being buffered (built from the public api for foreign contexts)."""
+    rc = getattr(context, "record_context", None)
+    if isinstance(rc, ProcessorRecordContext):
+        return rc
+    md = context.record_metadata()
+    if md is None:
+        return ProcessorRecordContext(record.timestamp, -1, -1, None, record.headers)
+    return ProcessorRecordContext(record.timestamp, md.offset, md.partition, md.topic, record.headers)
+
+
+def _windowed_key_of(node: Any) -> WindowedKeySpec | None:
+    """How keys are windowed by the nearest windowed aggregation upstream of ``node`` (None: not)."""
+    from kspark.kstream.internals.session_window_aggregate import KStreamSessionWindowAggregate
+    from kspark.kstream.internals.sliding_window_aggregate import KStreamSlidingWindowAggregate
+    from kspark.kstream.internals.window_aggregate import KStreamWindowAggregate
+
+    pending, seen = [node], set()
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        supplier = getattr(getattr(current, "processor_parameters", None), "processor_supplier", None)
+        if isinstance(supplier, KStreamWindowAggregate):
+            return WindowedKeySpec("time", supplier.windows.size())
+        if isinstance(supplier, KStreamSlidingWindowAggregate):
+            return WindowedKeySpec("time", supplier.windows.time_difference_ms())
+        if isinstance(supplier, KStreamSessionWindowAggregate):
+            return WindowedKeySpec("session")
+        pending.extend(getattr(current, "parents", []))
+    return None
 
 
 def _grace_of(node: Any) -> int | None:
@@ -374,9 +258,15 @@ def build_suppress(table: Any, suppressed: Suppressed, named: Any = None) -> Any
     supplier = KTableSuppressProcessorSupplier(suppressed.with_name(name), store_name, wait_ms)
     _enable_old_values(table)
     cfg = suppressed.buffer_config
-    store = TimeOrderedKeyValueBufferBuilder(
-        store_name, table._key_serde, table._value_serde, cfg.is_logging_enabled(), cfg.log_config or {}
+    # without a key serde on the table, a windowed table's keys use the default serde, windowed
+    windowed_key = _windowed_key_of(table._graph_node) if table._key_serde is None else None
+    store = InMemoryTimeOrderedKeyValueChangeBufferBuilder(
+        store_name, table._key_serde, table._value_serde, windowed_key
     )
+    if cfg.is_logging_enabled():
+        store.with_logging_enabled(cfg.log_config)
+    else:
+        store.with_logging_disabled()
     parent_view = getattr(getattr(table, "_processor_supplier", None), "view", None)
     supplier.parent_value_getter_supplier = parent_view
 
