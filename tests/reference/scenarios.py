@@ -165,7 +165,7 @@ def named_ops() -> Topology:
         s.filter(lambda k, v: v is not None, Named.as_("not-null"))
         .map_values(lambda v: v + "!", Named.as_("bang"))
         .group_by_key(Grouped.as_("grp"))
-        .count(Materialized.as_("cstore"), Named.as_("cnt"))
+        .count(named=Named.as_("cnt"), materialized=Materialized.as_("cstore"))
         .to_stream(named=Named.as_("to-s"))
         .to("out", Produced.with_(S, L).with_name("sink"))
     )

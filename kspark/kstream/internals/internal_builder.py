@@ -223,36 +223,46 @@ class InternalStreamsBuilder:
         self._validate_copartition()
 
     def _relax_null_key_filters(self) -> None:
-        """Kafka's ``rewriteRepartitionNodes``: drop null keys before a repartition that feeds a relaxed join.
+        """Kafka's ``rewriteRepartitionNodes``: repartitions drop null keys unless a relaxed join needs them.
 
-        Repartition filters otherwise pass every record, so null keys reach
-        the downstream aggregation, which drops them and records the drop.
+        A repartition's filter passes every record as built; Kafka then gives
+        every repartition node with no null-key-relaxed join (stream-table or
+        stream-stream left/outer join) anywhere downstream a ``key != null``
+        filter, so null keys vanish silently before the repartition topic
+        (no dropped-records metric) instead of reaching an aggregation.
         """
         from kspark.kstream.internals.kstream_processors import KStreamFilter
 
-        for node in self.nodes():
-            if not isinstance(node, RepartitionNode) or node.processor_parameters is None:
-                continue
-            if self._has_relaxed_join_downstream(node):
+        for node in self._repartitions_without_relaxed_join_downstream():
+            if node.processor_parameters is not None:
                 node.processor_parameters = ProcessorParameters(
                     KStreamFilter(lambda k, v: k is not None, False), node.processor_parameters.processor_name
                 )
 
-    @staticmethod
-    def _has_relaxed_join_downstream(start: GraphNode) -> bool:
-        stack = list(start.children)
-        seen: set[int] = set()
+    def _repartitions_without_relaxed_join_downstream(self) -> list[RepartitionNode]:
+        """Kafka's ``NodesWithRelaxedNullKeyJoinDownstream``: a node is kept as is when any descendant is a
+        relaxed join (the mark propagates up through every ancestor, repartitions included)."""
+        visited: set[int] = set()
+        keeps_null_keys: set[int] = set()
+        order: list[GraphNode] = []
+        # Iterative post-order walk: a node is judged after all of its children.
+        stack: list[tuple[GraphNode, bool]] = [(self.root, False)]
         while stack:
-            node = stack.pop()
-            if id(node) in seen:
+            node, children_done = stack.pop()
+            if children_done:
+                if any(
+                    "NULL_KEY_RELAXED_JOIN" in child.labels or id(child) in keeps_null_keys
+                    for child in node.children
+                ):
+                    keeps_null_keys.add(id(node))
+                order.append(node)
                 continue
-            seen.add(id(node))
-            if "NULL_KEY_RELAXED_JOIN" in node.labels:
-                return True
-            if isinstance(node, RepartitionNode):
+            if id(node) in visited:
                 continue
-            stack.extend(node.children)
-        return False
+            visited.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.children))
+        return [n for n in order if isinstance(n, RepartitionNode) and id(n) not in keeps_null_keys]
 
     def _validate_copartition(self) -> None:
         """Kafka's ``validateCopartition``: co-partitioned repartition topics with fixed counts must agree."""
