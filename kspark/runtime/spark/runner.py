@@ -33,7 +33,10 @@ if TYPE_CHECKING:
 
     from kspark.processor.topology import Topology
 
-__all__ = ["SubtopologyPlan", "SparkRunner", "MissingSourceTopicException"]
+__all__ = ["SubtopologyPlan", "SparkRunner", "MissingSourceTopicException", "MAX_OFFSETS_PER_TRIGGER"]
+
+MAX_OFFSETS_PER_TRIGGER = "spark.kspark.maxOffsetsPerTrigger"
+"""Config key: at most this many input records per micro-batch (Spark's ``maxOffsetsPerTrigger``)."""
 
 _log = logging.getLogger(__name__)
 
@@ -76,6 +79,11 @@ class SparkRunner:
         self.builder = topology.internal_builder
         self.builder.set_application_id(config.application_id())
         self.builder.validate()
+        if self.builder.global_store_names():
+            raise StreamsException(
+                f"Global stores / GlobalKTables ({', '.join(self.builder.global_store_names())}) are not "
+                "supported on the Spark runner yet; join with a co-partitioned KTable instead"
+            )
         self.queries: list[StreamingQuery] = []
         self.records_written = 0
         self.partitions: dict[str, int] = {}
@@ -154,6 +162,9 @@ class SparkRunner:
         from pyspark.sql import functions as F
 
         options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
+        max_offsets = self.config.get(MAX_OFFSETS_PER_TRIGGER)
+        if max_offsets is not None:
+            options["maxOffsetsPerTrigger"] = str(int(max_offsets))
         reset = str(self.config.get("auto.offset.reset") or "earliest")
         source = read_kafka(
             self.spark,

