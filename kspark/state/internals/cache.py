@@ -26,6 +26,7 @@ Deviations from Kafka, on purpose:
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -265,6 +266,8 @@ class ThreadCache:
 
 
 _TASK_CACHES: weakref.WeakKeyDictionary[Any, ThreadCache] = weakref.WeakKeyDictionary()
+# Spark's Python workers may run several tasks on threads; each task's cache is its own
+_TASK_CACHES_LOCK = threading.Lock()
 
 
 def _configured_max_bytes(context: Any) -> int:
@@ -285,7 +288,8 @@ def task_cache(context: Any) -> ThreadCache:
     Keyed by the context object, which is one per task in kspark's engine, so
     every caching store of a task shares one bounded cache.
     """
-    cache = _TASK_CACHES.get(context)
-    if cache is None:
-        cache = _TASK_CACHES[context] = ThreadCache(_configured_max_bytes(context))
-    return cache
+    with _TASK_CACHES_LOCK:
+        cache = _TASK_CACHES.get(context)
+        if cache is None:
+            cache = _TASK_CACHES[context] = ThreadCache(_configured_max_bytes(context))
+        return cache
