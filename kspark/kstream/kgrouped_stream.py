@@ -73,7 +73,7 @@ class KGroupedStream:
         name, materialized = split_named_materialized(named, materialized)
         m = stream_count_materialized(materialized, self._builder, AGGREGATE_NAME, self._key_serde)
         supplier = KStreamAggregate(m.store_name, lambda: 0, lambda _k, _v, agg: agg + 1)
-        return self._do_aggregate(supplier, name or self._builder.new_processor_name(AGGREGATE_NAME), m)
+        return self._do_aggregate(supplier, self._builder.or_else_generate(name, AGGREGATE_NAME), m)
 
     def reduce(
         self,
@@ -89,7 +89,7 @@ class KGroupedStream:
         if m.value_serde is None:
             m.value_serde = self._value_serde
         supplier = KStreamReduce(m.store_name, reducer)
-        return self._do_aggregate(supplier, name or self._builder.new_processor_name(REDUCE_NAME), m)
+        return self._do_aggregate(supplier, self._builder.or_else_generate(name, REDUCE_NAME), m)
 
     def aggregate(
         self,
@@ -105,7 +105,7 @@ class KGroupedStream:
         if m.key_serde is None:
             m.key_serde = self._key_serde
         supplier = KStreamAggregate(m.store_name, initializer, aggregator)
-        return self._do_aggregate(supplier, name or self._builder.new_processor_name(AGGREGATE_NAME), m)
+        return self._do_aggregate(supplier, self._builder.or_else_generate(name, AGGREGATE_NAME), m)
 
     def _do_aggregate(self, supplier: KTableProcessorSupplier, name: str, m: MaterializedInternal) -> KTable:
         return self._aggregate_builder.build(

@@ -118,9 +118,9 @@ class KGroupedTable:
     ) -> KTable:
         from kspark.kstream.ktable import KTable
 
-        sink_name = f"{name}-sink" if name else self._builder.new_processor_name("KSTREAM-SINK-")
-        source_name = f"{name}-source" if name else self._builder.new_processor_name("KSTREAM-SOURCE-")
-        func_name = name or self._builder.new_processor_name(prefix)
+        sink_name = self._builder.suffix_or_else_generate(name, "-sink", "KSTREAM-SINK-")
+        source_name = self._builder.suffix_or_else_generate(name, "-source", "KSTREAM-SOURCE-")
+        func_name = self._builder.or_else_generate(name, prefix)
         topic = (self._user_repartition_name or m.store_name) + REPARTITION_TOPIC_SUFFIX
         if self._repartition_node is None or self._user_repartition_name is None:
             self._repartition_node = GroupedTableOperationRepartitionNode(

@@ -131,7 +131,7 @@ class KStream:
     # -- helpers -------------------------------------------------------------
 
     def _name_or(self, named: Named | str | None, prefix: str) -> str:
-        return _named(named) or self._builder.new_processor_name(prefix)
+        return self._builder.or_else_generate(_named(named), prefix)
 
     def _add_processor(
         self, name: str, supplier: Any, *, key_changing: bool = False, value_changing: bool = False
@@ -174,8 +174,8 @@ class KStream:
         return self._derive(node, None, self._value_serde, True)
 
     def _internal_select_key(self, mapper: Callable[[Any, Any], Any], name: str | None) -> ProcessorGraphNode:
-        # Kafka names it "<name>-key-select" when a name is given (e.g. a Grouped name)
-        node_name = f"{name}-key-select" if name else self._builder.new_processor_name(KEY_SELECT_NAME)
+        # Kafka 4.1 names it exactly as given (e.g. the Grouped name of group_by)
+        node_name = self._builder.or_else_generate(name, KEY_SELECT_NAME)
         supplier = KStreamMap(lambda k, v: (mapper(k, v), v))
         node = ProcessorGraphNode(node_name, ProcessorParameters(supplier, node_name))
         node.key_changing_operation = True
@@ -220,7 +220,7 @@ class KStream:
 
     def print(self, printed: Printed | None = None) -> None:
         printed = printed or Printed.to_sys_out()
-        name = printed.name or self._builder.new_processor_name(PRINTING_NAME)
+        name = self._builder.or_else_generate(printed.name, PRINTING_NAME)
         self._add_processor(name, KStreamPrint(printed.to, printed.label or self._name, printed.mapper))
 
     def merge(self, other: KStream, named: Named | str | None = None) -> KStream:
@@ -268,7 +268,7 @@ class KStream:
         if not isinstance(topic, str) and not callable(topic):
             raise TypeError(f"KStream.to needs a topic name or a TopicNameExtractor callable, got {topic!r}")
         p = produced or Produced()
-        name = p.name or self._builder.new_processor_name(SINK_NAME)
+        name = self._builder.or_else_generate(p.name, SINK_NAME)
         if p.key_serde is None:
             p = p.with_key_serde(self._key_serde)
         if p.value_serde is None:
@@ -353,7 +353,7 @@ class KStream:
         from kspark.kstream.ktable import KTable
 
         name_or_none, materialized = split_named_materialized(named, materialized)
-        name = name_or_none or self._builder.new_processor_name(TO_KTABLE_NAME)
+        name = self._builder.or_else_generate(name_or_none, TO_KTABLE_NAME)
         m = materialized_internal(materialized, self._builder, TO_KTABLE_NAME)
         key_serde = m.key_serde if m.key_serde is not None else self._key_serde
         value_serde = m.value_serde if m.value_serde is not None else self._value_serde
@@ -472,7 +472,7 @@ class KStream:
         self, table: KTable, joiner: Callable[..., Any], joined: Joined, left: bool
     ) -> KStream:
         all_sources = self._ensure_copartition_with([table])
-        name = joined.name or self._builder.new_processor_name(LEFTJOIN_NAME if left else JOIN_NAME)
+        name = self._builder.or_else_generate(joined.name, LEFTJOIN_NAME if left else JOIN_NAME)
         getter = table._value_getter_supplier()
         supplier = KStreamKTableJoin(getter, joiner, left)
         node = StreamTableJoinNode(
@@ -496,7 +496,8 @@ class KStream:
         op = "KStream.left_join" if left else "KStream.join"
         require_callable(key_selector, "key_selector", op)
         require_callable(joiner, "joiner", op)
-        name = self._name_or(named, LEFTJOIN_NAME if left else JOIN_NAME)
+        # Kafka names inner and left global-table joins alike (KSTREAM-LEFTJOIN-...)
+        name = self._name_or(named, LEFTJOIN_NAME)
         supplier = KStreamGlobalKTableJoin(
             global_table._value_getter_supplier, key_selector, with_key(joiner, 2), left
         )

@@ -130,7 +130,7 @@ class KTable:
             key_serde, value_serde = m.key_serde, m.value_serde
             queryable = m.queryable_store_name
             factory = KeyValueStoreMaterializer(m) if queryable is not None else None
-        name = name or self._builder.new_processor_name(prefix)
+        name = self._builder.or_else_generate(name, prefix)
         supplier = make_supplier(queryable)
         node = TableProcessorNode(
             name, ProcessorParameters(supplier, name), store_factories=[factory] if factory else []
@@ -196,9 +196,9 @@ class KTable:
 
         if isinstance(mapper, Named | str):
             mapper, named = None, mapper
-        name = (
-            named.name if isinstance(named, Named) else Named(named).name if named else None
-        ) or self._builder.new_processor_name(TOSTREAM_NAME)
+        name = self._builder.or_else_generate(
+            named.name if isinstance(named, Named) else Named(named).name if named else None, TOSTREAM_NAME
+        )
         supplier = KStreamMapValues(lambda _k, change: change.new_value)
         node = ProcessorGraphNode(name, ProcessorParameters(supplier, name))
         self._builder.add_graph_node(self._graph_node, node)
@@ -231,7 +231,7 @@ class KTable:
 
         require_callable(selector, "selector", "KTable.group_by")
         g = grouped or Grouped()
-        select_name = g.name or self._builder.new_processor_name(SELECT_NAME)
+        select_name = self._builder.or_else_generate(g.name, SELECT_NAME)
         supplier = KTableRepartitionMap(self, selector)
         node = TableProcessorNode(select_name, ProcessorParameters(supplier, select_name))
         self._builder.add_graph_node(self._graph_node, node)
@@ -283,7 +283,7 @@ class KTable:
         require_callable(joiner, "joiner", f"KTable.{op}")
         name, materialized = split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, MERGE_NAME)
-        merge_name = name or self._builder.new_processor_name(MERGE_NAME)
+        merge_name = self._builder.or_else_generate(name, MERGE_NAME)
         all_sources = self._sub_topology_source_nodes | other._sub_topology_source_nodes
         self._builder.copartition(sorted(all_sources))
         if kind in ("left", "outer"):
@@ -311,8 +311,8 @@ class KTable:
                 KTableKTableOuterJoin(self, other, joiner),
                 KTableKTableOuterJoin(other, self, reverse),
             )
-        this_name = f"{name}-join-this" if name else self._builder.new_processor_name(JOINTHIS_NAME)
-        other_name = f"{name}-join-other" if name else self._builder.new_processor_name(JOINOTHER_NAME)
+        this_name = self._builder.suffix_or_else_generate(name, "-join-this", JOINTHIS_NAME)
+        other_name = self._builder.suffix_or_else_generate(name, "-join-other", JOINOTHER_NAME)
         key_serde, value_serde, queryable, factory = self._key_serde, None, None, None
         if m is not None:
             if m.key_serde is None:

@@ -109,7 +109,7 @@ class SessionWindowedKStream:
     ) -> Any:
         from kspark.serde import Serdes
 
-        name = _name_of(named) or self._builder.new_processor_name(prefix)
+        name = self._builder.or_else_generate(_name_of(named), prefix)
         factory = SessionStoreMaterializer(m, self._windows, self._emit_strategy)
         supplier = KStreamSessionWindowAggregate(
             self._windows, m.store_name, self._emit_strategy, initializer, aggregator, merger

@@ -129,7 +129,7 @@ class TimeWindowedKStream:
     ) -> Any:
         from kspark.serde import Serdes
 
-        name = _name_of(named) or self._builder.new_processor_name(prefix)
+        name = self._builder.or_else_generate(_name_of(named), prefix)
         w = self._windows
         supplier: KStreamWindowAggregate | KStreamSlidingWindowAggregate
         factory: WindowStoreMaterializer | SlidingWindowStoreMaterializer

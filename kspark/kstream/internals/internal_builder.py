@@ -68,6 +68,20 @@ class InternalStreamsBuilder:
         self._index += 1
         return name
 
+    def or_else_generate(self, name: str | None, prefix: str) -> str:
+        """Kafka's ``NamedInternal.orElseGenerateWithPrefix``: the given name, else a generated one.
+
+        A number is drawn from the counter even when a name is given (Kafka
+        burns it for topology compatibility), so later generated names agree.
+        """
+        generated = self.new_processor_name(prefix)
+        return name if name else generated
+
+    def suffix_or_else_generate(self, name: str | None, suffix: str, prefix: str) -> str:
+        """Kafka's ``suffixWithOrElseGet(suffix, provider, prefix)``: ``name + suffix``; burns a number."""
+        generated = self.new_processor_name(prefix)
+        return name + suffix if name else generated
+
     def new_store_name(self, prefix: str) -> str:
         name = f"{prefix}{STATE_STORE_NAME}{self._index:010d}"
         self._index += 1
@@ -95,7 +109,7 @@ class InternalStreamsBuilder:
     def stream(self, topics: Sequence[str], consumed: Consumed) -> KStream:
         from kspark.kstream.kstream import KStream
 
-        name = consumed.name or self.new_processor_name(KSTREAM_SOURCE_NAME)
+        name = self.or_else_generate(consumed.name, KSTREAM_SOURCE_NAME)
         node = StreamSourceNode(name, topics, consumed)
         self.add_graph_node(self.root, node)
         return KStream(name, consumed.key_serde, consumed.value_serde, {name}, False, node, self)
@@ -104,12 +118,8 @@ class InternalStreamsBuilder:
         from kspark.kstream.internals.ktable_processors import KTableSource
         from kspark.kstream.ktable import KTable
 
-        source_name = (
-            (consumed.name + TABLE_SOURCE_SUFFIX)
-            if consumed.name
-            else self.new_processor_name(KSTREAM_SOURCE_NAME)
-        )
-        table_source_name = consumed.name or self.new_processor_name(KTABLE_SOURCE_NAME)
+        source_name = self.suffix_or_else_generate(consumed.name, TABLE_SOURCE_SUFFIX, KSTREAM_SOURCE_NAME)
+        table_source_name = self.or_else_generate(consumed.name, KTABLE_SOURCE_NAME)
         supplier = KTableSource(materialized.store_name, materialized.queryable_store_name)
         node = TableSourceNode(
             table_source_name,
@@ -139,12 +149,8 @@ class InternalStreamsBuilder:
         from kspark.kstream.internals.value_getters import KTableMaterializedValueGetterSupplier
 
         materialized.logging = False  # global stores restore from their source topic
-        source_name = (
-            (consumed.name + TABLE_SOURCE_SUFFIX)
-            if consumed.name
-            else self.new_processor_name(KSTREAM_SOURCE_NAME)
-        )
-        processor_name = consumed.name or self.new_processor_name(KTABLE_SOURCE_NAME)
+        source_name = self.suffix_or_else_generate(consumed.name, TABLE_SOURCE_SUFFIX, KSTREAM_SOURCE_NAME)
+        processor_name = self.or_else_generate(consumed.name, KTABLE_SOURCE_NAME)
         store_name = materialized.store_name
         supplier = KTableSource(store_name, store_name)
         node = TableSourceNode(
@@ -172,12 +178,8 @@ class InternalStreamsBuilder:
         state_update_supplier: Callable[[], Processor[Any, Any]],
     ) -> None:
         store_builder.with_logging_disabled()
-        source_name = (
-            (consumed.name + TABLE_SOURCE_SUFFIX)
-            if consumed.name
-            else self.new_processor_name(KSTREAM_SOURCE_NAME)
-        )
-        processor_name = consumed.name or self.new_processor_name(KTABLE_SOURCE_NAME)
+        source_name = self.suffix_or_else_generate(consumed.name, TABLE_SOURCE_SUFFIX, KSTREAM_SOURCE_NAME)
+        processor_name = self.or_else_generate(consumed.name, KTABLE_SOURCE_NAME)
         node = GlobalStoreNode(
             store_builder, source_name, topic, consumed, processor_name, state_update_supplier
         )
