@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kspark.config import StreamsConfig
-from kspark.kstream import Consumed, Materialized, SessionWindows, StreamsBuilder, TimeWindows
+from kspark.kstream import Consumed, Materialized, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
 from kspark.kstream.internals.change import Change
 from kspark.kstream.ktable import KTable
 from kspark.kstream.windowed import SessionWindow, TimeWindow, Windowed
@@ -317,3 +317,47 @@ def test_cached_output_is_a_subsequence_per_key_ending_in_the_same_value(
         assert (key, change.new_value, ts) in seen
     if cache_bytes == 0:
         assert cached == uncached
+
+
+def _windowed_run(
+    kind: str, records: list[tuple[str, int]], commits: list[bool], caching: bool
+) -> list[Captured]:
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(S, S)).group_by_key()
+    windows: Any = {
+        "time": TimeWindows.of_size_and_grace(10, 20),
+        "sliding": SlidingWindows.of_time_difference_and_grace(10, 20),
+        "session": SessionWindows.of_inactivity_gap_and_grace(5, 20),
+    }[kind]
+    m = Materialized.as_("agg")
+    m = m.with_caching_enabled() if caching else m.with_caching_disabled()
+    table = grouped.windowed_by(windows).count(m)
+    h = Harness(builder, table, config())
+    for i, (key, ts) in enumerate(records):
+        h.pipe("in", key, "v", ts)
+        if commits[i]:
+            h.commit()
+    h.commit()
+    return h.captured
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(["time", "sliding", "session"]),
+    records=st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 60)), min_size=1, max_size=25),
+    data=st.data(),
+)
+def test_windowed_caching_ends_in_the_same_results(
+    kind: str, records: list[tuple[str, int]], data: st.DataObject
+) -> None:
+    commits = data.draw(st.lists(st.booleans(), min_size=len(records), max_size=len(records)))
+    uncached = _windowed_run(kind, records, commits, caching=False)
+    cached = _windowed_run(kind, records, commits, caching=True)
+
+    def final(captured: list[Captured]) -> dict[Any, Any]:
+        last = {key: change.new_value for key, change, _ in captured}
+        return {k: v for k, v in last.items() if v is not None}
+
+    assert final(cached) == final(uncached)
+    seen = {(key, change.new_value, ts) for key, change, ts in uncached}
+    assert all((key, change.new_value, ts) in seen for key, change, ts in cached)
