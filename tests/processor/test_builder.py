@@ -303,10 +303,10 @@ def test_describe_global_store_and_extractor_sink() -> None:
         "\n"
         "  Sub-topology: 1 for global store (will not generate tasks)\n"
         "    Source: globalSource (topics: [globalTopic])\n"
-        "      --> none\n"
+        "      --> globalProc\n"
         "    Processor: globalProc (stores: [globalStore])\n"
         "      --> none\n"
-        "      <-- none\n"
+        "      <-- globalSource\n"
     )
 
 

@@ -411,13 +411,12 @@ class InternalTopologyBuilder:
                 processor_name = next(n for n in java_hash_order(nodes) if n != source_name)
                 pf = self._factories[processor_name]
                 assert isinstance(pf, _ProcessorFactory)
-                description.global_stores.append(
-                    GlobalStoreDescription(
-                        group_id,
-                        SourceDescription(source_name, topics=[self._node_to_source_topics[source_name][0]]),
-                        ProcessorDescription(processor_name, stores=[pf.store_names[0]]),
-                    )
-                )
+                source = SourceDescription(source_name, topics=[self._node_to_source_topics[source_name][0]])
+                processor = ProcessorDescription(processor_name, stores=[pf.store_names[0]])
+                # Kafka's GlobalStore description links its source and processor both ways
+                source.add_successor(processor)
+                processor.add_predecessor(source)
+                description.global_stores.append(GlobalStoreDescription(group_id, source, processor))
             else:
                 description.subtopologies.append(
                     describe_subtopology(group_id, nodes, self._describe_node, self.predecessors)

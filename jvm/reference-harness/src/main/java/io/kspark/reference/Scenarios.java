@@ -344,7 +344,7 @@ final class Scenarios {
         KStream<String, String> s = b.stream("in");
         s.groupByKey()
                 .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ofMillis(2)))
-                .count()
+                .count(Materialized.with(S, L))
                 .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
                 .toStream()
                 .to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10L), L));
