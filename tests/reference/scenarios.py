@@ -301,9 +301,11 @@ def stream_stream(kind: str) -> Callable[[], Topology]:
 
 def suppress_window() -> Topology:
     b = StreamsBuilder()
-    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2)).count(Materialized.with_(S, L)).suppress(
-        Suppressed.until_window_closes(BufferConfig.unbounded())
-    ).to_stream().to("out", Produced.with_(Serdes.time_windowed(S, 10), L))
+    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2)).count(
+        Materialized.with_(S, L)
+    ).suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to(
+        "out", Produced.with_(Serdes.time_windowed(S, 10), L)
+    )
     return b.build()
 
 
