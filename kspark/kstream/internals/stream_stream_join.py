@@ -11,7 +11,14 @@ Left/outer joins (Kafka 3.1+): an unmatched record is parked in a shared
 "outer" store and emitted with ``None`` for the missing side only once its
 window closed (stream time > t + after/before + grace), throttled by the wall
 clock (``__emit.interval.ms.kstreams.outer.join.spurious.results.fix__``,
-default 1000 ms), as Kafka does.
+default 1000 ms), as Kafka does. That store is change-logged
+(:mod:`kspark.kstream.internals.outer_join_buffer`); the shared time tracker
+is not, as in Kafka: a restarted task starts it afresh.
+
+A self-join (``s.join(s, ...)``) is an ordinary join whose two windowed nodes
+hang off the same parent, as Kafka builds it without the self-join
+optimization (which kspark does not implement): each record reaches the
+this-side join first, then the other side, where it joins itself.
 """
 
 from __future__ import annotations
@@ -332,8 +339,6 @@ def build_stream_stream_join(
         raise TypeError(f"a KStream-KStream join needs JoinWindows, got {windows!r}")
     if join_type not in ("inner", "left", "outer"):
         raise ValueError(f"join_type must be 'inner', 'left' or 'outer', got {join_type!r}")
-    if right is left:
-        raise NotImplementedError("self-joins (a stream joined with itself) are not supported by kspark yet")
     sj = stream_joined
     builder = left._builder
     name = named if isinstance(named, str) else getattr(named, "name", None)
