@@ -160,16 +160,26 @@ def test_cache_size_zero_forwards_every_update_at_once() -> None:
         h.pipe("in", key, "v", ts)
     uncached = _uncached_counts()
     assert len(uncached) == 10
-    # Kafka's uncached aggregate sends the initializer (0) as the first old value; a flushed cache
-    # entry's old value is what the store held (nothing): Kafka behaves the same at cache size 0
+    # Kafka strips the caching layers at size 0: the run is the uncached one, down to the
+    # aggregate's first old value being the initializer (a cache flush would give None)
     assert uncached[:2] == [("a", Change(1, 0), 5), ("b", Change(1, 0), 1)]
-    first = {"a": ("a", Change(1, None), 5), "b": ("b", Change(1, None), 1)}
-    expected = [first[k] if c.old_value == 0 else (k, c, ts) for k, c, ts in uncached]
-    assert h.captured == expected
+    assert h.captured == uncached
     assert h.captured[2:4] == [("a", Change(2, 1), 5), ("b", Change(2, 1), 9)]
     assert h.commit() == []
     # the changelog, too, gets every update
     assert len(h.changelog("counts")) == 10
+
+
+def test_cache_size_zero_forwards_a_tombstone_for_a_key_never_in_the_table() -> None:
+    # Kafka's KTableSource forwards every put when the store does not cache; only a caching layer
+    # drops a delete of an absent key. Reference scenario to_table/nocache: 'c' -> None @6
+    for cache_bytes, expected in ((0, [("c", Change(None, None), 6)]), (None, [])):
+        builder = StreamsBuilder()
+        table = builder.stream("in", Consumed.with_(S, S)).to_table(Materialized.as_("tt"))
+        h = Harness(builder, table, config(cache_bytes))
+        h.pipe("in", "c", None, 6)
+        assert h.captured + h.commit() == expected
+        assert h.task.stores["tt"].caching_enabled is (cache_bytes is None)
 
 
 def test_deprecated_cache_alias_sets_the_size() -> None:

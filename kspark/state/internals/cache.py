@@ -14,8 +14,12 @@ Deviations from Kafka, on purpose:
 * Size. Kafka gives every stream thread ``statestore.cache.max.bytes /
   num.stream.threads`` bytes shared by the thread's tasks. kspark runs tasks
   independently (one per Spark partition on the Spark runner), so **each task
-  gets the full configured size**. With ``0`` every put evicts at once, so
-  every write is forwarded and stored immediately, as in Kafka.
+  gets the full configured size**. With ``0`` there is no cache at all: the
+  typed store layer drops its caching layer at ``init``, as Kafka's
+  ``InternalTopologyBuilder.rewriteTopology`` strips caching from every store
+  factory, so writes reach the store and DSL processors forward at once
+  (a ``ThreadCache`` of size 0 would instead evict on every put, and its
+  flush would swallow deletes of absent keys).
 * Accounting. An entry costs ``len(key) + len(value) + ENTRY_OVERHEAD_BYTES``
   (key: the store's cache key bytes, see :func:`cache_key_size`). Kafka counts
   the key, the value, three 8-byte LRU references, a dirty flag and the record
@@ -43,6 +47,7 @@ __all__ = [
     "NamedCache",
     "ThreadCache",
     "task_cache",
+    "configured_cache_max_bytes",
 ]
 
 ENTRY_OVERHEAD_BYTES = 64
@@ -270,7 +275,8 @@ _TASK_CACHES: weakref.WeakKeyDictionary[Any, ThreadCache] = weakref.WeakKeyDicti
 _TASK_CACHES_LOCK = threading.Lock()
 
 
-def _configured_max_bytes(context: Any) -> int:
+def configured_cache_max_bytes(context: Any) -> int:
+    """The task's ``statestore.cache.max.bytes`` (its deprecated alias if only that is set)."""
     app_config = getattr(context, "app_config", None)
     if not callable(app_config):
         return DEFAULT_CACHE_MAX_BYTES
@@ -291,5 +297,5 @@ def task_cache(context: Any) -> ThreadCache:
     with _TASK_CACHES_LOCK:
         cache = _TASK_CACHES.get(context)
         if cache is None:
-            cache = _TASK_CACHES[context] = ThreadCache(_configured_max_bytes(context))
+            cache = _TASK_CACHES[context] = ThreadCache(configured_cache_max_bytes(context))
         return cache

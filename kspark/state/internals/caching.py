@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RawFlushListener",
+    "CachingLayer",
     "CachingKeyValueStore",
     "CachingWindowStore",
     "CachingSessionStore",
@@ -58,7 +59,7 @@ _LONG_MIN = -(1 << 63)
 _LONG_MAX = (1 << 63) - 1
 
 
-class _CachingStore(WrappedStateStore):
+class CachingLayer(WrappedStateStore):
     """What the three caching layers share: the namespace, flushing and the record context switch."""
 
     def __init__(self, wrapped: Any) -> None:
@@ -198,7 +199,7 @@ def _bytes_key_size(key: bytes) -> int:
     return len(key)
 
 
-class CachingKeyValueStore(_CachingStore):
+class CachingKeyValueStore(CachingLayer):
     """Caches a key-value bytes store; cache keys are the key bytes."""
 
     _key_size = staticmethod(_bytes_key_size)
@@ -276,7 +277,7 @@ class CachingKeyValueStore(_CachingStore):
         return self._merge(below, _kv_key, cached, KeyValue, _identity, reverse=not forward)
 
 
-class CachingWindowStore(_CachingStore):
+class CachingWindowStore(CachingLayer):
     """Caches a window bytes store; cache keys are ``(key bytes, window start)``."""
 
     def __init__(self, wrapped: Any, window_size: int) -> None:
@@ -383,7 +384,7 @@ class CachingWindowStore(_CachingStore):
         )
 
 
-class CachingSessionStore(_CachingStore):
+class CachingSessionStore(CachingLayer):
     """Caches a session bytes store; cache keys are ``(key bytes, session end, session start)``."""
 
     @staticmethod

@@ -33,6 +33,8 @@ from kspark.state.api import (
     ValueAndTimestamp,
     WindowStore,
 )
+from kspark.state.internals.cache import configured_cache_max_bytes
+from kspark.state.internals.caching import CachingLayer
 from kspark.state.internals.iterators import MappedKeyValueIterator
 
 if TYPE_CHECKING:
@@ -163,6 +165,11 @@ class _MeteredStore(StateStore):
         value_serde = _resolve(self._value_serde_spec, context.value_serde, "value", self.name)
         self.value_serde = ValueAndTimestampSerde(value_serde) if self._timestamped else value_serde
         self._topic = f"{context.application_id()}-{self.name}-changelog"
+        if isinstance(self.wrapped, CachingLayer) and configured_cache_max_bytes(context) == 0:
+            # Kafka strips every caching layer when the cache size is 0 (InternalTopologyBuilder's
+            # rewriteTopology): writes then reach the store, and the forwarders forward, at once
+            self.wrapped = self.wrapped.wrapped
+            self.caching_enabled = False
         self.wrapped.init(context, root)
         register = getattr(context, "register", None)
         if callable(register):
