@@ -2,9 +2,11 @@
 
 Starts a local Apache Kafka, writes a stream of pageview events (JSON, keyed
 by user, event timestamps in ms, some arriving out of order), runs a DSL
-topology on Spark Structured Streaming that keeps engaged views (long
-enough to count as reading) and enriches them with their category, and
-prints the output records as they arrive on the output topic.
+topology on Spark Structured Streaming, and prints the output records as
+they arrive: the engaged views (long enough to count as reading) enriched
+with their category, and, as in the paper's running example, the number of
+views per category in one-minute event-time windows (a ``group_by``
+through a repartition topic, then a windowed count with a grace period).
 
 The topology's functions live in this importable module on purpose: Spark's
 Python workers import them by name.
@@ -28,6 +30,10 @@ from kspark.dev.kafka import LocalKafka
 __all__ = [
     "INPUT_TOPIC",
     "OUTPUT_TOPIC",
+    "COUNTS_TOPIC",
+    "WINDOW_MS",
+    "window_counts",
+    "count_record",
     "ENGAGED_MS",
     "pageview_events",
     "is_engaged",
@@ -38,8 +44,14 @@ __all__ = [
 
 INPUT_TOPIC = "pageviews"
 OUTPUT_TOPIC = "pageviews-enriched"
+COUNTS_TOPIC = "pageviews-per-category"
 ENGAGED_MS = 5_000
 """A view shorter than this is a bounce, not a read."""
+WINDOW_MS = 60_000
+GRACE_MS = 300_000
+"""Generous on purpose: the demo pre-loads its input, so the first micro-batch holds all of it and
+the four upstream tasks' records follow each other in the repartition topic, minutes apart in event
+time. A late view is still counted; one later than the grace would be dropped, as in Kafka Streams."""
 
 _PAGES: dict[str, list[str]] = {
     "news": ["/news/elections", "/news/markets", "/news/weather"],
@@ -93,17 +105,49 @@ def enrich(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def by_category(_user: str, view: dict[str, Any]) -> str:
+    return str(view["category"])
+
+
+def count_record(window: Any, views: int) -> Any:
+    """A windowed count as a readable record: key ``category@window-start``, JSON value."""
+    from kspark import KeyValue
+
+    start = window.window.start
+    return KeyValue(
+        f"{window.key}@{start}",
+        {"category": window.key, "window_start": start, "window_end": window.window.end, "views": views},
+    )
+
+
+def window_counts(events: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+    """What the windowed count must end at: views per ``category@window-start``."""
+    counts: Counter[str] = Counter()
+    for _, view in events:
+        start = view["ts"] - view["ts"] % WINDOW_MS
+        counts[f"{enrich(view)['category']}@{start}"] += 1
+    return dict(counts)
+
+
 def build_topology() -> Any:
-    """The demo's topology: ``pageviews`` -> filter -> map_values -> ``pageviews-enriched``."""
-    from kspark import Consumed, Produced, StreamsBuilder
+    """``pageviews`` -> map_values(enrich) -> filter(engaged) -> ``pageviews-enriched``, and
+    -> group_by(category) -> windowed_by(1 min) -> count -> ``pageviews-per-category``."""
+    from kspark import Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows
     from kspark.serde import Serdes
 
+    strings, json_serde = Serdes.String(), Serdes.JSON()
     builder = StreamsBuilder()
+    views = builder.stream(INPUT_TOPIC, Consumed(key_serde=strings, value_serde=json_serde)).map_values(
+        enrich
+    )
+    views.filter(is_engaged).to(OUTPUT_TOPIC, Produced(key_serde=strings, value_serde=json_serde))
     (
-        builder.stream(INPUT_TOPIC, Consumed(key_serde=Serdes.String(), value_serde=Serdes.JSON()))
-        .filter(is_engaged)
-        .map_values(enrich)
-        .to(OUTPUT_TOPIC, Produced(key_serde=Serdes.String(), value_serde=Serdes.JSON()))
+        views.group_by(by_category, Grouped.with_(strings, json_serde))
+        .windowed_by(TimeWindows(size=WINDOW_MS, grace=GRACE_MS))
+        .count(Materialized.as_("views-per-category"))
+        .to_stream()
+        .map(count_record)
+        .to(COUNTS_TOPIC, Produced(key_serde=strings, value_serde=json_serde))
     )
     return builder.build()
 
@@ -119,23 +163,25 @@ def run_demo(
     exactly_once: bool = False,
     out: TextIO = sys.stdout,
 ) -> int:
-    """Run the demo; returns 0 when every expected output record arrived."""
+    """Run the demo; returns 0 when both outputs arrived and match what Python computes."""
     from kspark import KafkaStreams
 
     t0 = time.monotonic()
     start_ms = int(time.time() * 1000) - 5 * 60_000
     produced = pageview_events(events, start_ms=start_ms)
     expected = [(user, enrich(view)) for user, view in produced if is_engaged(user, view)]
+    expected_counts = window_counts(produced)
     out_of_order, high = 0, 0
     for _, view in produced:
         out_of_order += view["ts"] < high
         high = max(high, view["ts"])
 
-    _print(out, "kspark demo: pageviews -> filter(engaged) -> map_values(enrich) -> pageviews-enriched")
+    _print(out, f"kspark demo: {INPUT_TOPIC} -> engaged views -> {OUTPUT_TOPIC}")
+    _print(out, f"             {INPUT_TOPIC} -> views per category per minute -> {COUNTS_TOPIC}")
     with LocalKafka() as kafka, tempfile.TemporaryDirectory(prefix="kspark-demo-") as state_dir:
         _print(out, f"Kafka up at {kafka.bootstrap_servers} in {kafka.startup_seconds:.1f} s")
-        kafka.create_topic(INPUT_TOPIC, partitions=4)
-        kafka.create_topic(OUTPUT_TOPIC, partitions=4)
+        for topic in (INPUT_TOPIC, OUTPUT_TOPIC, COUNTS_TOPIC):
+            kafka.create_topic(topic, partitions=4)
         kafka.produce(
             INPUT_TOPIC,
             [(u.encode(), json.dumps(v).encode(), v["ts"]) for u, v in produced],
@@ -144,7 +190,8 @@ def run_demo(
             out,
             f"produced {len(produced)} pageviews of {len({u for u, _ in produced})} users to "
             f"'{INPUT_TOPIC}' (4 partitions), {out_of_order} out of order; "
-            f"expecting {len(expected)} engaged views (>= {ENGAGED_MS // 1000} s)",
+            f"expecting {len(expected)} engaged views (>= {ENGAGED_MS // 1000} s) "
+            f"and {len(expected_counts)} category windows",
         )
 
         topology = build_topology()
@@ -161,7 +208,9 @@ def run_demo(
         app.start()
         _print(out, f"KafkaStreams started on Spark in {time.monotonic() - t_start:.1f} s; output:")
         try:
-            received, first_at = _tail_output(kafka, len(expected), timeout, t_start, out)
+            received, counts, first_at = _tail_output(
+                kafka, len(expected), expected_counts, timeout, t_start, out
+            )
         finally:
             app.close()
 
@@ -171,21 +220,32 @@ def run_demo(
     _print(out, f"summary: {len(received)}/{len(expected)} enriched views in {elapsed:.1f} s")
     if first_at is not None:
         _print(out, f"  first output {first_at:.1f} s after start")
-    _print(out, "  by category: " + ", ".join(f"{c}={n}" for c, n in sorted(by_category.items())))
+    _print(
+        out, "  engaged views by category: " + ", ".join(f"{c}={n}" for c, n in sorted(by_category.items()))
+    )
+    _print(out, f"  category windows: {len(counts)}/{len(expected_counts)} with their final counts")
     _print(out, f"  total demo time {time.monotonic() - t0:.1f} s")
     want = sorted((u, json.dumps(v, sort_keys=True)) for u, v in expected)
     got = sorted((u, json.dumps(v, sort_keys=True)) for u, v in received)
     if got != want:
-        _print(out, "MISMATCH: the output differs from the filter and enrichment applied in Python")
+        _print(out, "MISMATCH: the enriched views differ from the filter and enrichment applied in Python")
+        return 1
+    if counts != expected_counts:
+        _print(out, "MISMATCH: the windowed counts differ from the counts computed in Python")
         return 1
     _print(out, "output matches the expected records exactly")
     return 0
 
 
 def _tail_output(
-    kafka: LocalKafka, want: int, timeout: float, t_start: float, out: TextIO
-) -> tuple[list[tuple[str, dict[str, Any]]], float | None]:
-    """Print output records as they are committed, until ``want`` arrived."""
+    kafka: LocalKafka,
+    want: int,
+    want_counts: dict[str, int],
+    timeout: float,
+    t_start: float,
+    out: TextIO,
+) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, int], float | None]:
+    """Print output records as they are committed, until both outputs are complete."""
     consumer = Consumer(
         {
             "bootstrap.servers": kafka.bootstrap_servers,
@@ -196,13 +256,14 @@ def _tail_output(
         }
     )
     received: list[tuple[str, dict[str, Any]]] = []
+    counts: dict[str, int] = {}
     first_at: float | None = None
     deadline = time.monotonic() + timeout
     try:
-        consumer.subscribe([OUTPUT_TOPIC])
-        while len(received) < want:
+        consumer.subscribe([OUTPUT_TOPIC, COUNTS_TOPIC])
+        while len(received) < want or counts != want_counts:
             if time.monotonic() > deadline:
-                _print(out, f"timed out after {timeout:.0f} s with {len(received)}/{want} records")
+                _print(out, f"timed out after {timeout:.0f} s with {len(received)}/{want} views")
                 break
             msg = consumer.poll(0.5)
             if msg is None:
@@ -215,13 +276,18 @@ def _tail_output(
             if first_at is None:
                 first_at = time.monotonic() - t_start
             key = (msg.key() or b"").decode()
-            view = json.loads(msg.value() or b"null")
-            received.append((key, view))
+            value = json.loads(msg.value() or b"null")
+            if msg.topic() == COUNTS_TOPIC:
+                counts[key] = int(value["views"])
+                window = time.strftime("%H:%M", time.gmtime(value["window_start"] / 1000))
+                _print(out, f"  count  {value['category']:<8} window {window} UTC  views={value['views']}")
+                continue
+            received.append((key, value))
             _print(
                 out,
-                f"  p{msg.partition()} @{msg.offset():<4} {key}  {view['category']:<8} "
-                f"{view['page']:<22} {view['engaged_seconds']:>6.1f} s  ts={view['ts']}",
+                f"  view   p{msg.partition()} @{msg.offset():<4} {key}  {value['category']:<8} "
+                f"{value['page']:<22} {value['engaged_seconds']:>6.1f} s  ts={value['ts']}",
             )
     finally:
         consumer.close()
-    return received, first_at
+    return received, counts, first_at

@@ -44,3 +44,22 @@ def test_demo_end_to_end() -> None:
     out = io.StringIO()
     assert demo.run_demo(events=120, timeout=240, out=out) == 0, out.getvalue()
     assert "output matches the expected records exactly" in out.getvalue()
+
+
+def test_demo_topology_on_the_driver_counts_views_per_category_window() -> None:
+    from kspark.serde import Serdes
+    from kspark.testing import TopologyTestDriver
+
+    events = demo.pageview_events(300, start_ms=1_700_000_000_000)
+    with TopologyTestDriver(demo.build_topology(), {"application.id": "demo-test"}) as driver:
+        views = driver.create_input_topic(demo.INPUT_TOPIC, Serdes.String(), Serdes.JSON())
+        for user, view in events:
+            views.pipe_input(user, view, timestamp=view["ts"])
+        enriched = driver.create_output_topic(demo.OUTPUT_TOPIC, Serdes.String(), Serdes.JSON())
+        counts = driver.create_output_topic(demo.COUNTS_TOPIC, Serdes.String(), Serdes.JSON())
+        assert enriched.read_key_values_to_list() == [
+            (u, demo.enrich(v)) for u, v in events if demo.is_engaged(u, v)
+        ]
+        final = {k: v["views"] for k, v in counts.read_key_values_to_map().items()}
+    assert final == demo.window_counts(events)
+    assert len(final) >= 8  # several categories over several one-minute windows
