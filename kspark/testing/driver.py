@@ -19,6 +19,7 @@ topology has global stores); ``dropped_records_total()`` sums them.
 from __future__ import annotations
 
 import logging
+import random
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from typing import Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
+from kspark.kstream.internals.stream_stream_join import EMIT_INTERVAL_MS_OUTER_JOIN
+from kspark.kstream.internals.window_aggregate import EMIT_INTERVAL_MS_WINDOWED_AGGREGATION
 from kspark.processor.api import Headers, to_millis
 from kspark.processor.internals.builder import InternalTopologyBuilder
 from kspark.processor.internals.global_task import GlobalStateTask
@@ -57,6 +60,11 @@ class MetricName:
         return dict(self.tags_items)
 
 
+def _random_int() -> int:
+    """A random Java ``int``, as Kafka's driver appends to its default application id."""
+    return random.randint(-(2**31), 2**31 - 1)
+
+
 def _builder_of(topology: Any) -> InternalTopologyBuilder:
     if isinstance(topology, InternalTopologyBuilder):
         return topology
@@ -76,8 +84,13 @@ class TopologyTestDriver:
         initial_wall_clock_time: int | Any = 0,
     ) -> None:
         given = dict(config.originals() if isinstance(config, StreamsConfig) else (config or {}))
-        given.setdefault("application.id", "test")
-        given.setdefault("bootstrap.servers", "dummy:1234")
+        # the defaults Kafka's driver puts in when absent: a dummy broker, a random application id,
+        # and no wall-clock throttle on outer-join and windowed-aggregation emits, so that what a
+        # record closes is emitted while that record is processed
+        given.setdefault("bootstrap.servers", "dummy-bootstrap-host:0")
+        given.setdefault("application.id", f"dummy-topology-test-driver-app-id-{_random_int()}")
+        given.setdefault(EMIT_INTERVAL_MS_OUTER_JOIN, 0)
+        given.setdefault(EMIT_INTERVAL_MS_WINDOWED_AGGREGATION, 0)
         self.config = StreamsConfig(given)
         self._wall_clock_ms = (
             int(initial_wall_clock_time.timestamp() * 1000)

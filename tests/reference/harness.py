@@ -88,6 +88,10 @@ def build_harness() -> str:
 def run_harness(scenarios: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Run every scenario in one JVM; return its JSON lines grouped by scenario name."""
     classpath = build_harness()
+    # a private state directory: Java's default (/tmp/kafka-streams/<app id>) is shared by concurrent
+    # runs, whose RocksDB stores then fail to open or flush
+    state_dir = tempfile.mkdtemp(prefix="kspark-reference-state-")
+    scenarios = [{**s, "config": {**s.get("config", {}), "state.dir": state_dir}} for s in scenarios]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(list(scenarios), fh)
         path = fh.name
@@ -108,6 +112,7 @@ def run_harness(scenarios: Sequence[dict[str, Any]]) -> dict[str, list[dict[str,
         )
     finally:
         os.unlink(path)
+        shutil.rmtree(state_dir, ignore_errors=True)
     if proc.returncode != 0:
         raise RuntimeError(f"the reference harness failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     by_scenario: dict[str, list[dict[str, Any]]] = {}

@@ -55,7 +55,7 @@ def dedupe_topology() -> Topology:
 
 
 def test_dedupe_with_key_value_store() -> None:
-    with TopologyTestDriver(dedupe_topology()) as d:
+    with TopologyTestDriver(dedupe_topology(), {"application.id": "test"}) as d:
         i = d.create_input_topic("in", S, S)
         o = d.create_output_topic("out", S, S)
         i.pipe_input("a", "1", timestamp=5)
@@ -516,3 +516,88 @@ def test_window_store_access() -> None:
         assert [(kv.key, kv.value) for kv in w.fetch("k", 0, 100)] == [(10, "a"), (20, "b")]
         assert d.get_key_value_store("w") is None
         assert d.get_session_store("w") is None
+
+
+def _left_join_topology() -> Topology:
+    from kspark import JoinWindows, StreamsBuilder
+
+    b = StreamsBuilder()
+    left = b.stream("l")
+    right = b.stream("r")
+    left.left_join(right, lambda a, c: f"{a}+{c}", JoinWindows.of_time_difference_and_grace(5, 0)).to("out")
+    return b.build()
+
+
+def _on_close_count_topology() -> Topology:
+    from kspark import Materialized, Produced, StreamsBuilder, TimeWindows
+    from kspark.kstream.windows import EmitStrategy
+
+    b = StreamsBuilder()
+    # a retention beyond size + grace keeps the just-closed window readable whatever the store's
+    # expiry bound (Kafka's time-ordered on-close store keeps it with the default retention)
+    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 0)).emit_strategy(
+        EmitStrategy.on_window_close()
+    ).count(Materialized().with_retention(100)).to_stream().map(lambda k, v: KeyValue(f"{k.key}@{k.window.start}", v)).to(
+        "out", Produced.with_(S, Serdes.Long())
+    )
+    return b.build()
+
+
+STRING_DEFAULTS = {"default.key.serde": "string", "default.value.serde": "string"}
+
+
+def test_driver_disables_the_outer_join_emit_throttle_as_kafkas_driver() -> None:
+    # Kafka's driver puts __emit.interval.ms.kstreams.outer.join.spurious.results.fix__=0 when absent:
+    # the record that closes a window emits its unmatched records, without advancing the wall clock
+    with TopologyTestDriver(_left_join_topology(), STRING_DEFAULTS) as d:
+        li = d.create_input_topic("l", S, S)
+        o = d.create_output_topic("out", S, S)
+        li.pipe_input("a", "A", timestamp=0)
+        li.pipe_input("z", "Z", timestamp=6)
+        assert o.read_key_values_to_list() == [KeyValue("a", "A+None")]
+        li.pipe_input("y", "Y", timestamp=12)
+        assert o.read_key_values_to_list() == [KeyValue("z", "Z+None")]
+
+
+def test_driver_keeps_an_outer_join_emit_interval_the_user_set() -> None:
+    config = {**STRING_DEFAULTS, "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 1000}
+    with TopologyTestDriver(_left_join_topology(), config) as d:
+        li = d.create_input_topic("l", S, S)
+        o = d.create_output_topic("out", S, S)
+        li.pipe_input("a", "A", timestamp=0)  # scans the empty store: the throttle runs until 1000
+        li.pipe_input("z", "Z", timestamp=6)
+        assert o.is_empty()
+        d.advance_wall_clock_time(1000)
+        li.pipe_input("y", "Y", timestamp=12)
+        assert o.read_key_values_to_list() == [KeyValue("a", "A+None"), KeyValue("z", "Z+None")]
+
+
+def test_driver_disables_the_windowed_aggregation_emit_throttle_as_kafkas_driver() -> None:
+    with TopologyTestDriver(_on_close_count_topology(), STRING_DEFAULTS) as d:
+        i = d.create_input_topic("in", S, S)
+        o = d.create_output_topic("out", S, Serdes.Long())
+        i.pipe_input("k", "v", timestamp=1)
+        i.pipe_input("k", "v", timestamp=10)  # closes [0,10)
+        assert o.read_key_values_to_list() == [KeyValue("k@0", 1)]
+        i.pipe_input("k", "v", timestamp=20)  # closes [10,20)
+        assert o.read_key_values_to_list() == [KeyValue("k@10", 1)]
+
+
+def test_driver_keeps_a_windowed_aggregation_emit_interval_the_user_set() -> None:
+    config = {**STRING_DEFAULTS, "__emit.interval.ms.kstreams.windowed.aggregation__": 1000}
+    with TopologyTestDriver(_on_close_count_topology(), config) as d:
+        i = d.create_input_topic("in", S, S)
+        o = d.create_output_topic("out", S, Serdes.Long())
+        i.pipe_input("k", "v", timestamp=1)  # the first record starts the throttle (next emit at 1000)
+        i.pipe_input("k", "v", timestamp=10)
+        assert o.is_empty()
+        d.advance_wall_clock_time(1000)
+        i.pipe_input("k", "v", timestamp=20)
+        assert o.read_key_values_to_list() == [KeyValue("k@0", 1), KeyValue("k@10", 1)]
+
+
+def test_driver_default_application_id_and_bootstrap_servers_are_kafkas() -> None:
+    with TopologyTestDriver(string_topology()) as d:
+        assert d.config.application_id().startswith("dummy-topology-test-driver-app-id-")
+        int(d.config.application_id().removeprefix("dummy-topology-test-driver-app-id-"))
+        assert d.config.bootstrap_servers() == ["dummy-bootstrap-host:0"]
