@@ -449,6 +449,57 @@ _SS_STEPS = [
     W(600),
     P("l", "z", "l8", 120),
 ]
+# JoinWindows before 5, after 8, grace 3: a left record at t matches right records in [t-5, t+8], a
+# right record at t left records in [t-8, t+5]. A parked left record is emitted once stream time
+# passes t + 8 + 3, a parked right one once it passes t + 5 + 3; the cheap early return before the
+# scan uses the *processing* side's after (left 8, right 5) and the tracker's min time, which a scan
+# sets to the last key it visited.
+_SS_EDGE_STEPS = [
+    P("l", "a", "la0", 0),
+    P("r", "a", "ra8", 8),  # 0 + 8: the left record's upper edge, joins
+    P("r", "a", "ra9", 9),  # one past: no partner
+    P("l", "b", "lb20", 20),
+    P("r", "b", "rb15", 15),  # 20 - 5: lower edge, joins
+    P("r", "b", "rb14", 14),  # one before: no partner; out of order, parked (14 + 5 >= 20)
+    P("l", "c", "lc30", 30),
+    P("r", "x", "rx41", 41),  # 30 + 11 = 41: lc30 still open
+    P("r", "x", "rx42", 42),  # lc30 closed
+    P("r", "d", "rd50", 50),
+    P("l", "x", "lx59", 59),
+    P("l", "x", "lx60", 60),
+    P("r", "x", "rx59", 59),  # not at stream time: no scan
+    P("r", "x", "rx62", 62),
+    P("l", "e", "le40", 40),  # late: 40 + 8 < 62, emitted at once
+    P("r", "e", "re45", 45),  # late: 45 + 5 < 62; le40 is gone from the left window store
+    P("l", "f", "lf70", 70),
+    P("r", "f", "rf62", 62),  # 70 - 8 from the right: joins
+    P("r", "f", "rf78", 78),  # 70 + 8: joins
+    P("l", "f", "lf83", 83),  # 78 + 5: joins rf78
+    P("l", "g", "lg90", 90),
+    P("r", "g", "rg82", 82),  # 90 - 8: joins
+    P("l", "y", "ly101", 101),
+    P("r", "h", "rh101", 101),
+    P("l", "y", "ly110", 110),
+    P("r", "y", "ry110", 110),
+    P("l", "y", "ly122", 122),
+]
+# The early return's asymmetry and its min time, step by step (outer join; the left join parks only
+# left records): lp49 parked, min 49; rd50 parked; lq59: left check 49 + 11 >= 59, no scan, although
+# rd50 closed at 58; rz59 at stream time: right check 49 + 8 < 59, the scan emits rd50 and leaves
+# min at 59 (the last key visited) while lp49 is still parked; ly61: 59 + 11 >= 61, so lp49 (closed at
+# 60) waits; ly71: 70 < 71, the scan emits lp49, lq59, rz59.
+_SS_ASYM_STEPS = [
+    P("l", "p", "lp49", 49),
+    P("r", "d", "rd50", 50),
+    P("l", "q", "lq59", 59),
+    P("r", "z", "rz59", 59),
+    P("l", "y", "ly61", 61),
+    P("l", "y", "ly71", 71),
+    P("r", "y", "ry66", 66),  # late, joins ly61 and ly71 (66 - 5 <= 61, 71 <= 66 + 5)
+    P("l", "w", "lw60", 60),  # late: 60 + 8 < 71, emitted at once
+    P("r", "w", "rw63", 63),  # late, but lw60 (stored within retention) is in [58, 71]: joins
+    P("l", "y", "ly85", 85),
+]
 _WINDOW_STEPS = [
     P("in", "a", "1", 1),
     P("in", "a", "2", 5),
@@ -683,6 +734,27 @@ _BASE: list[Scenario] = [
     Scenario("ss_inner", "ss_inner", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
     Scenario("ss_left", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
     Scenario("ss_outer", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
+    Scenario("ss_inner_edges", "ss_inner", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
+    Scenario("ss_left_edges", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
+    Scenario("ss_outer_edges", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
+    Scenario("ss_left_asym", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_ASYM_STEPS),
+    Scenario("ss_outer_asym", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_ASYM_STEPS),
+    Scenario(
+        "ss_outer_throttled",
+        "ss_outer",
+        {"l": SS, "r": SS},
+        {"out": SS},
+        _SS_STEPS,
+        {"__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": "1000"},
+    ),
+    Scenario(
+        "ss_left_edges_throttled",
+        "ss_left",
+        {"l": SS, "r": SS},
+        {"out": SS},
+        [*_SS_EDGE_STEPS[:8], W(1000), *_SS_EDGE_STEPS[8:14], W(1000), *_SS_EDGE_STEPS[14:]],
+        {"__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": "1000"},
+    ),
     Scenario("suppress_window", "suppress_window", {"in": SS}, {"out": WIN10}, _WINDOW_STEPS),
     Scenario("suppress_time_limit", "suppress_time_limit", {"in": SS}, {"out": SL}, _WINDOW_STEPS),
     Scenario(
@@ -709,7 +781,7 @@ def _variants() -> list[Scenario]:
     """Every scenario twice: default config (caching on, commit after each record) and caching off."""
     out: list[Scenario] = []
     for s in _BASE:
-        out.append(Scenario(s.name + "/cache", s.topology, s.inputs, s.outputs, s.steps, {}))
+        out.append(Scenario(s.name + "/cache", s.topology, s.inputs, s.outputs, s.steps, dict(s.config)))
         out.append(
             Scenario(
                 s.name + "/nocache",
@@ -717,7 +789,7 @@ def _variants() -> list[Scenario]:
                 s.inputs,
                 s.outputs,
                 s.steps,
-                {"statestore.cache.max.bytes": "0"},
+                {**s.config, "statestore.cache.max.bytes": "0"},
             )
         )
     return out
