@@ -1,11 +1,16 @@
 """``Stores``: factories of store suppliers and builders, as Kafka's ``Stores`` class.
 
-Durations are int milliseconds or ``timedelta``. kspark's ``persistent_*``
-suppliers build the same in-memory stores as ``in_memory_*`` but report
-``persistent() == True``, so topology descriptions and metadata match
-Kafka Streams; on Spark, durable state lives in Spark's state store. One
-visible consequence: a persistent window store iterates in the in-memory
-store's order (window start, then key) rather than RocksDB's segment order.
+Durations are int milliseconds or ``timedelta``. All stores live in memory
+(on Spark, durable state lives in Spark's state store); ``persistent_*``
+suppliers report ``persistent() == True``, so topology descriptions and
+metadata match Kafka Streams. A persistent key-value store behaves exactly
+as the in-memory one. Persistent window and session stores follow Kafka's
+RocksDB stores' *segmented* retention (segments of
+``max(retention / 2, 60_000)`` ms; a late put is kept while its segment is
+live, see :mod:`kspark.state.internals.segmented_stores`), the in-memory
+ones Kafka's in-memory rules. One visible difference remains: a persistent
+window store iterates in the in-memory store's order (window start, then
+key) rather than RocksDB's segment order.
 """
 
 from __future__ import annotations

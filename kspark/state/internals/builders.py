@@ -35,6 +35,11 @@ from kspark.state.internals.metered import (
     MeteredWindowStore,
     _MeteredStore,
 )
+from kspark.state.internals.segmented_stores import (
+    SegmentedSessionStore,
+    SegmentedWindowStore,
+    default_segment_interval,
+)
 
 __all__ = [
     "SerdeSpec",
@@ -93,7 +98,8 @@ class KeyValueBytesStoreSupplier:
 
 
 class WindowBytesStoreSupplier:
-    """Makes in-memory window bytes stores; validates sizes as Kafka's ``Stores`` does."""
+    """Makes window bytes stores (persistent: segmented retention, as Kafka's RocksDB store);
+    validates sizes as Kafka's ``Stores`` does."""
 
     def __init__(
         self,
@@ -125,9 +131,15 @@ class WindowBytesStoreSupplier:
         self.timestamped = timestamped
 
     def get(self) -> InMemoryWindowStore:
-        return InMemoryWindowStore(
-            self.name, self._retention, self._window_size, self._retain_duplicates, persistent=self.persistent
-        )
+        if self.persistent:
+            return SegmentedWindowStore(
+                self.name,
+                self._retention,
+                self._window_size,
+                self._retain_duplicates,
+                self.segment_interval_ms(),
+            )
+        return InMemoryWindowStore(self.name, self._retention, self._window_size, self._retain_duplicates)
 
     def retention_period(self) -> int:
         return self._retention
@@ -140,14 +152,14 @@ class WindowBytesStoreSupplier:
 
     def segment_interval_ms(self) -> int:
         # Kafka's default for persistent stores; the in-memory store has no segments
-        return max(self._retention // 2, 60_000) if self.persistent else 1
+        return default_segment_interval(self._retention) if self.persistent else 1
 
     def metrics_scope(self) -> str:
         return "rocksdb-window" if self.persistent else "in-memory-window"
 
 
 class SessionBytesStoreSupplier:
-    """Makes in-memory session bytes stores."""
+    """Makes session bytes stores (persistent: segmented retention, as Kafka's RocksDB store)."""
 
     def __init__(self, name: str, retention_period: int | timedelta, *, persistent: bool) -> None:
         _check_name(name)
@@ -159,13 +171,15 @@ class SessionBytesStoreSupplier:
         self.persistent = persistent
 
     def get(self) -> InMemorySessionStore:
-        return InMemorySessionStore(self.name, self._retention, persistent=self.persistent)
+        if self.persistent:
+            return SegmentedSessionStore(self.name, self._retention, self.segment_interval_ms())
+        return InMemorySessionStore(self.name, self._retention)
 
     def retention_period(self) -> int:
         return self._retention
 
     def segment_interval_ms(self) -> int:
-        return max(self._retention // 2, 60_000) if self.persistent else 1
+        return default_segment_interval(self._retention) if self.persistent else 1
 
     def metrics_scope(self) -> str:
         return "rocksdb-session" if self.persistent else "in-memory-session"

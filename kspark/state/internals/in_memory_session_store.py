@@ -4,8 +4,16 @@ Sessions live in ``end -> key bytes -> start -> aggregate``. Iteration follows
 that nesting: session end ascending, then key bytes ascending, then session
 start *descending* (backward iteration reverses all three), exactly as
 Kafka's in-memory store. Retention follows the largest session end ever put:
-a put with ``end <= observed - retention`` is dropped, and sessions ending
-before ``observed - retention + 1`` are purged.
+a put with ``end <= observed - retention`` is dropped, sessions ending
+before ``observed - retention + 1`` are purged, and reads never return them.
+
+Persistent session stores (RocksDB in Kafka) keep this layout but expire by
+whole segments (:mod:`kspark.state.internals.segmented_stores`) through the
+hooks ``_put_expired`` and ``_remove_expired_segments``. Restore accepts the
+changelog records in any order (the Spark runner replays an unordered map):
+it advances the observed stream time to the largest session end in the
+batch first, then keeps the live records without counting the rest as
+dropped.
 """
 
 from __future__ import annotations
@@ -50,6 +58,10 @@ class InMemorySessionStore(InMemoryStore):
         while self._by_end and self._by_end.peekitem(0)[0] < min_live:
             self._by_end.popitem(0)
 
+    def _put_expired(self, end: int) -> bool:
+        """Whether a put of a session ending at ``end`` is dropped (observed time already advanced)."""
+        return end <= self._observed_stream_time - self.retention_period
+
     # -- writes --------------------------------------------------------------
 
     def put(self, session_key: Windowed[bytes], aggregate: bytes | None) -> None:
@@ -57,12 +69,16 @@ class InMemorySessionStore(InMemoryStore):
         self._remove_expired_segments()
         end = session_key.window.end
         self._observed_stream_time = max(self._observed_stream_time, end)
-        if end <= self._observed_stream_time - self.retention_period:
+        if self._put_expired(end):
             LOG.warning("Skipping record for expired segment.")
             record_dropped = getattr(self._context, "record_dropped", None)
             if callable(record_dropped):
                 record_dropped("expired session store segment")
             return
+        self._write(session_key, aggregate)
+
+    def _write(self, session_key: Windowed[bytes], aggregate: bytes | None) -> None:
+        end = session_key.window.end
         if aggregate is None:
             self.remove(session_key)
             return
@@ -90,10 +106,16 @@ class InMemorySessionStore(InMemoryStore):
                 del self._by_end[end]
 
     def restore(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Apply changelog records whose keys are ``key + end + start``."""
-        for raw_key, value in records:
-            key, start, end = session_key_parts(raw_key)
-            self.put(Windowed(key, SessionWindow(start, end)), value)
+        """Apply changelog records whose keys are ``key + end + start``, in any order."""
+        self._check_open()
+        parsed = [(*session_key_parts(raw_key), value) for raw_key, value in records]
+        if not parsed:
+            return
+        self._observed_stream_time = max(self._observed_stream_time, max(end for _, _, end, _ in parsed))
+        for key, start, end, value in parsed:
+            if not self._put_expired(end):
+                self._write(Windowed(key, SessionWindow(start, end)), value)
+        self._remove_expired_segments()
 
     # -- reads ---------------------------------------------------------------
 
@@ -205,6 +227,8 @@ class InMemorySessionStore(InMemoryStore):
         latest_start: int,
         forward: bool,
     ) -> Iterator[KeyValue[Windowed[bytes], bytes]]:
+        # a no-op for the in-memory store (purged below this); a segmented store keeps older sessions
+        earliest_end = max(earliest_end, self._observed_stream_time - self.retention_period + 1)
         for end in self._by_end.irange(earliest_end, latest_end, reverse=not forward):
             keys = self._by_end[end]
             for key in keys.irange(key_from, key_to, reverse=not forward):

@@ -9,6 +9,11 @@ record), and reads never return windows that old. With
 ``retain_duplicates`` (stream-stream join stores) every put gets a fresh
 4-byte sequence number appended to the key, so equal keys are all kept, and
 ``put(k, None, t)`` is a no-op, as in Kafka.
+
+Persistent window stores (RocksDB in Kafka) keep this layout but expire by
+whole segments (:mod:`kspark.state.internals.segmented_stores`); the
+retention rules are the hooks ``_put_expired`` and
+``_remove_expired_segments``.
 """
 
 from __future__ import annotations
@@ -81,33 +86,43 @@ class InMemoryWindowStore(InMemoryStore):
         while self._segments and self._segments.peekitem(0)[0] < min_live:
             self._segments.popitem(0)
 
+    def _put_expired(self, window_start_timestamp: int) -> bool:
+        """Whether a put at this start is dropped, given the (already advanced) observed time."""
+        return window_start_timestamp <= self._observed_stream_time - self.retention_period
+
     # -- writes --------------------------------------------------------------
 
     def put(self, key: bytes, value: bytes | None, window_start_timestamp: int) -> None:
         self._check_open()
         self._remove_expired_segments()
         self._observed_stream_time = max(self._observed_stream_time, window_start_timestamp)
-        if window_start_timestamp <= self._observed_stream_time - self.retention_period:
+        if self._put_expired(window_start_timestamp):
             LOG.warning("Skipping record for expired segment.")
             record_dropped = getattr(self._context, "record_dropped", None)
             if callable(record_dropped):
                 record_dropped("expired window store segment")
             return
+        self._write(key, value, window_start_timestamp, None)
+
+    def _write(self, key: bytes, value: bytes | None, start: int, seqnum: int | None) -> None:
+        """Store (or delete) a live record; ``seqnum`` None = number a duplicate with a fresh one."""
         if value is not None:
             if self.retain_duplicates:
-                self._seqnum = (self._seqnum + 1) & _INT_MAX
-                key = key + _SEQ.pack(self._seqnum)
-            segment = self._segments.get(window_start_timestamp)
+                if seqnum is None:
+                    self._seqnum = (self._seqnum + 1) & _INT_MAX
+                    seqnum = self._seqnum
+                key = key + _SEQ.pack(seqnum)
+            segment = self._segments.get(start)
             if segment is None:
-                segment = self._segments[window_start_timestamp] = SortedDict()
+                segment = self._segments[start] = SortedDict()
             segment[key] = value
         elif not self.retain_duplicates:
             # deleting from a duplicates store is a no-op, as in Kafka
-            segment = self._segments.get(window_start_timestamp)
+            segment = self._segments.get(start)
             if segment is not None:
                 segment.pop(key, None)
                 if not segment:
-                    del self._segments[window_start_timestamp]
+                    del self._segments[start]
 
     def restore(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records whose keys are ``key + start + seqnum``."""
