@@ -104,11 +104,6 @@ def test_restored_join_emits_the_same(join_type: str, split: int, compact: str) 
     assert restored == whole
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kspark/state InMemoryWindowStore.restore re-numbers duplicates in arrival order instead of "
-    "by the changelog key's seqnum, so an unordered (MapState) restore swaps C5 and C5b",
-)
 def test_restored_join_with_duplicates_restored_out_of_order() -> None:
     whole, restored, _ = run_split(_join("left"), CONFIG, INPUTS, 7, compact="reversed")
     assert restored == whole

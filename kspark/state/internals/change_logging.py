@@ -9,6 +9,13 @@ the plain key for key-value stores, ``key + start + seqnum`` for window
 stores, ``key + end + start`` for session stores. Timestamped stores log the
 plain value with the value's own timestamp, not the ``timestamp + value``
 bytes they hold. Reads pass straight through to the wrapped store.
+
+A window store that retains duplicates numbers its changelog keys with a
+sequence number per put. The Spark runner keeps a changelog as a map keyed
+by changelog key, so after a restore the layer continues numbering above
+the highest restored sequence number (``restored_keys``): a duplicate
+written after a restore never overwrites a restored entry's key. (Kafka
+restarts at 0, harmless there since such a changelog is not compacted.)
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.windowed import Windowed
-from kspark.serde.windowed import session_key_to_binary, window_store_key_to_binary
+from kspark.serde.windowed import session_key_to_binary, window_store_key_parts, window_store_key_to_binary
 from kspark.state.api import StateStore
 
 if TYPE_CHECKING:
@@ -148,6 +155,12 @@ class ChangeLoggingWindowBytesStore(WrappedStateStore):
             self._log(store_key, raw, timestamp)
         else:
             self._log(store_key, value, self._timestamp())
+
+    def restored_keys(self, keys: Iterable[bytes]) -> None:
+        """Continue the sequence numbers above the highest one among the restored changelog keys."""
+        if self.retain_duplicates:
+            for key in keys:
+                self._seqnum = max(self._seqnum, window_store_key_parts(key)[2])
 
 
 class ChangeLoggingSessionBytesStore(WrappedStateStore):

@@ -14,6 +14,15 @@ Persistent window stores (RocksDB in Kafka) keep this layout but expire by
 whole segments (:mod:`kspark.state.internals.segmented_stores`); the
 retention rules are the hooks ``_put_expired`` and
 ``_remove_expired_segments``.
+
+Restore (the ``register`` callback, fed from the changelog) need not see the
+records in changelog order: the Spark runner replays an unordered map of
+the latest value per changelog key. So restore first advances the observed
+stream time to the largest start in the batch, then keeps the records that
+are live at that time, without counting the others as dropped (Kafka's
+segmented store restores the same way), and a retained duplicate keeps the
+sequence number of its changelog key: duplicates of one key and window come
+back in the order they were written, and later puts number above them.
 """
 
 from __future__ import annotations
@@ -125,10 +134,22 @@ class InMemoryWindowStore(InMemoryStore):
                     del self._segments[start]
 
     def restore(self, records: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Apply changelog records whose keys are ``key + start + seqnum``."""
-        for store_key, value in records:
-            key, start, _ = window_store_key_parts(store_key)
-            self.put(key, value, start)
+        """Apply changelog records whose keys are ``key + start + seqnum``, in any order."""
+        self._check_open()
+        parsed = [(*window_store_key_parts(store_key), value) for store_key, value in records]
+        if not parsed:
+            return
+        self._observed_stream_time = max(self._observed_stream_time, max(start for _, start, _, _ in parsed))
+        for key, start, seqnum, value in parsed:
+            if self._put_expired(start):
+                continue
+            if self.retain_duplicates:
+                self._write(key, value, start, seqnum)
+                if value is not None:
+                    self._seqnum = max(self._seqnum, seqnum)
+            else:
+                self._write(key, value, start, None)
+        self._remove_expired_segments()
 
     # -- reads ---------------------------------------------------------------
 

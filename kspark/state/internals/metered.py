@@ -176,12 +176,20 @@ class _MeteredStore(StateStore):
             register(root, self._restore)
 
     def _restore(self, records: Iterable[RestoreRecord]) -> None:
-        """Apply changelog records to the bytes store below the change-logging layer."""
+        """Apply changelog records to the bytes store below the change-logging layer, then tell
+        the layers above it which changelog keys came back (``restored_keys``)."""
+        records = list(records)
         target = innermost(self.wrapped)
         if self._timestamped:
             target.restore((k, None if v is None else _TS.pack(ts) + v) for k, v, ts in records)
         else:
             target.restore((k, v) for k, v, _ in records)
+        layer = self.wrapped
+        while layer is not target:
+            restored_keys = getattr(type(layer), "restored_keys", None)
+            if callable(restored_keys):
+                restored_keys(layer, [k for k, v, _ in records if v is not None])
+            layer = layer.wrapped
 
     def flush(self) -> None:
         self.wrapped.flush()
