@@ -93,3 +93,62 @@ def test_emit_on_window_close_emits_closed_windows_once_throttled_by_wall_clock(
     ctx.wall_clock = 2000
     proc.process(Record("a", "v", 31))  # close time 26: [10,20) closed
     assert ctx.take() == [(W("a", 10, 20), (1, None), 15)]
+
+
+def _restart(store: Any, ctx: Any, *, with_metadata: bool) -> tuple[Any, Any]:
+    """A new processor on the same (restored) store; the committed metadata is handed over or lost."""
+    windows = TimeWindows.of_size_and_grace(10, 5)
+    supplier = KStreamWindowAggregate(
+        windows, "s", EmitStrategy.on_window_close(), lambda: 0, lambda k, v, a: a + 1
+    )
+    new_ctx = FakeContext({"s": store}, NO_THROTTLE, ctx.processor_metadata if with_metadata else None)
+    proc = supplier()
+    proc.init(new_ctx)
+    return proc, new_ctx
+
+
+NO_THROTTLE = {"__emit.interval.ms.kstreams.windowed.aggregation__": 0}
+
+
+def _on_close_inputs() -> list[Record[str, str]]:
+    return [Record("a", "v", ts) for ts in (1, 3, 15, 16, 17, 27, 31, 32)]
+
+
+def test_emit_on_close_commits_its_last_close_time_as_processor_metadata() -> None:
+    proc, ctx, _ = _count(TimeWindows.of_size_and_grace(10, 5), on_close=True, config=NO_THROTTLE)
+    for record in _on_close_inputs()[:4]:
+        proc.process(record)
+    assert ctx.take() == [(W("a", 0, 10), (2, None), 3)]
+    # Kafka: addProcessorMetadataKeyValue(storeName, windowCloseTime) after each emit
+    assert ctx.processor_metadata == {"s": 10}
+
+
+def test_restored_emit_on_close_does_not_emit_closed_windows_again() -> None:
+    inputs = _on_close_inputs()
+    proc, ctx, _ = _count(TimeWindows.of_size_and_grace(10, 5), on_close=True, config=NO_THROTTLE)
+    for record in inputs:
+        proc.process(record)
+    whole = ctx.take()
+    assert whole == [(W("a", 0, 10), (2, None), 3), (W("a", 10, 20), (3, None), 17)]
+
+    proc, ctx, store = _count(TimeWindows.of_size_and_grace(10, 5), on_close=True, config=NO_THROTTLE)
+    for record in inputs[:4]:
+        proc.process(record)
+    first = ctx.take()
+    proc2, ctx2 = _restart(store, ctx, with_metadata=True)
+    for record in inputs[4:]:
+        proc2.process(record)
+    assert first + ctx2.take() == whole
+
+
+def test_restart_without_committed_metadata_emits_the_stored_closed_window_again_as_kafka() -> None:
+    # what Kafka does when no processor metadata was committed: lastEmitWindowCloseTime starts
+    # unknown, so the first emit scans from 0 and re-emits closed windows the store still holds
+    inputs = _on_close_inputs()
+    proc, ctx, store = _count(TimeWindows.of_size_and_grace(10, 5), on_close=True, config=NO_THROTTLE)
+    for record in inputs[:4]:
+        proc.process(record)
+    assert ctx.take() == [(W("a", 0, 10), (2, None), 3)]
+    proc2, ctx2 = _restart(store, ctx, with_metadata=False)
+    proc2.process(inputs[4])
+    assert ctx2.take() == [(W("a", 0, 10), (2, None), 3)]

@@ -40,8 +40,15 @@ class Iter:
 
 
 class FakeContext(ProcessorContext):
-    def __init__(self, stores: dict[str, Any], config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        stores: dict[str, Any],
+        config: dict[str, Any] | None = None,
+        processor_metadata: dict[str, int] | None = None,
+    ) -> None:
         self.stores = stores
+        # Kafka's processor metadata: committed with the offsets, handed to a restarted task
+        self.processor_metadata: dict[str, int] = dict(processor_metadata or {})
         self.forwarded: list[Record[Any, Any]] = []
         self.dropped: list[str] = []
         self.wall_clock = 0
@@ -94,6 +101,12 @@ class FakeContext(ProcessorContext):
         from kspark.serde import Serdes
 
         return Serdes.String()
+
+    def add_processor_metadata_key_value(self, key: str, value: int) -> None:
+        self.processor_metadata[key] = value
+
+    def processor_metadata_for_key(self, key: str) -> int | None:
+        return self.processor_metadata.get(key)
 
     def record_dropped(self, reason: str = "") -> None:
         self.dropped.append(reason)

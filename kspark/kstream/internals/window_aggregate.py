@@ -5,6 +5,16 @@ Also holds what every time-windowed aggregation shares (Kafka's
 stream time, the late-record drop, and the emit-on-window-close path with its
 wall-clock throttle. Results are ``Record(Windowed(key, window), Change(new, old))``
 stamped with the largest record timestamp seen in the window.
+
+Emit-on-window-close remembers the close time of its last emit
+(``lastEmitWindowCloseTime``) so a window is emitted once. Kafka keeps it in
+the task's *processor metadata*, committed with the input offsets and read
+back when a task is initialized, under the window store's name; kspark does
+the same through the context's ``add_processor_metadata_key_value(key,
+value)`` / ``processor_metadata_for_key(key)`` when the engine provides them.
+Without them (or with nothing committed) a restarted task starts from "never
+emitted" and emits again the closed windows its store still holds, which is
+also what Kafka does when the metadata is missing.
 """
 
 from __future__ import annotations
@@ -61,6 +71,15 @@ def emit_interval_ms(context: ProcessorContext, key: str) -> int:
     return int(value)
 
 
+def _processor_metadata_for_key(context: ProcessorContext, key: str) -> int | None:
+    """The committed processor-metadata value of ``key``, if the engine keeps processor metadata."""
+    read = getattr(context, "processor_metadata_for_key", None)
+    if read is None:
+        return None
+    value = read(key)
+    return None if value is None else int(value)
+
+
 class TimeTracker:
     """Stream time, minimum pending time and the wall-clock emit throttle (Kafka's ``TimeTracker``)."""
 
@@ -104,6 +123,9 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
         self.context = context
         self.window_store = context.get_state_store(self.store_name)
         if self.emit_on_close:
+            restored = _processor_metadata_for_key(context, self.store_name)
+            if restored is not None:
+                self.last_emit_window_close_time = restored
             self.time_tracker.emit_interval_ms = emit_interval_ms(
                 context, EMIT_INTERVAL_MS_WINDOWED_AGGREGATION
             )
@@ -170,6 +192,10 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
                     Record(kv.key, Change(kv.value.value, None), kv.value.timestamp, record.headers)
                 )
         self.last_emit_window_close_time = window_close_time
+        # committed with the task's offsets, so a restored task does not emit these windows again
+        add = getattr(self.context, "add_processor_metadata_key_value", None)
+        if add is not None:
+            add(self.store_name, window_close_time)
 
     # inclusive bounds of window starts to emit; subclasses define them per window kind
     def emit_range_lower_bound(self, window_close_time: int) -> int:
