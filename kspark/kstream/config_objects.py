@@ -202,9 +202,15 @@ class Materialized:
     """How a KTable / aggregation result is stored.
 
     ``name`` (or ``store_supplier``'s name) makes the store queryable under that
-    name. ``caching`` is kept for the Spark runner; the test driver behaves as
-    if caching were off (it flushes after every record). ``retention`` applies
-    to window and session stores.
+    name. ``caching`` (on by default, as in Kafka) puts the store behind the
+    task's record cache (KIP-63, :mod:`kspark.state.internals.cache`): updates
+    are forwarded and logged when the task commits or the cache evicts, the
+    last one per key. The test driver commits after every record, as Kafka's
+    does, so there caching shows only in a few edge cases (e.g. a delete of a
+    key never in a table is not forwarded); with batched commits (the Spark
+    runner commits once per micro-batch) it collapses updates.
+    ``statestore.cache.max.bytes = 0`` removes the caching layers. ``retention``
+    applies to window and session stores.
     """
 
     name: str | None = None
