@@ -53,6 +53,8 @@ class TaskServices(Protocol):
 
     def request_commit(self) -> None: ...
 
+    processor_metadata: dict[str, int]
+
 
 class InternalProcessorContext(ProcessorContext):
     """``ProcessorContext`` of one task (or of the global state task, with ``is_global``)."""
@@ -206,6 +208,13 @@ class InternalProcessorContext(ProcessorContext):
     def register(self, store: Any, restore_callback: Callable[..., Any] | None = None) -> None:
         """Stores call this from ``init``; the driver restores nothing (state starts empty)."""
         self.restore_callbacks[str(store.name)] = restore_callback
+
+    def add_processor_metadata_key_value(self, key: str, value: int) -> None:
+        """Kafka's processor metadata: committed with the task, read back when it is restored."""
+        self._services.processor_metadata[key] = value
+
+    def processor_metadata_for_key(self, key: str) -> int | None:
+        return self._services.processor_metadata.get(key)
 
     def log_change(self, store_name: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
         """Send a changelog record for ``store_name`` (only stores with logging enabled call this)."""

@@ -41,6 +41,7 @@ class GlobalStateTask:
         self._wall_clock = wall_clock
         self.stores: dict[str, StateStore] = stores if stores is not None else topology.build_stores()
         self.dropped_records_total = 0
+        self.processor_metadata: dict[str, int] = {}
         self._handler = deserialization_handler or LogAndContinueExceptionHandler()
         self.collector = RecordCollector("global", config.production_exception_handler(), self.record_dropped)
         self.context = InternalProcessorContext(

@@ -121,11 +121,15 @@ class StreamTask:
         partitions_for: Callable[[str], int | None] | None = None,
         wall_clock_ms: int = 0,
         partition: int = 0,
+        processor_metadata: Mapping[str, int] | None = None,
     ) -> None:
         self.task_id = task_id
         self.topology = topology
         self.config = config
         self.partition = partition
+        # Kafka commits this with the input offsets (e.g. a windowed aggregation's last
+        # emitted window-close time); a runner persists it with the task and hands it back.
+        self.processor_metadata: dict[str, int] = dict(processor_metadata or {})
         self._wall_clock_ms = wall_clock_ms
         self.dropped_records_total = 0
         self.commit_requested = False
@@ -292,6 +296,10 @@ class StreamTask:
 
     def set_wall_clock(self, wall_clock_ms: int) -> None:
         self._wall_clock_ms = wall_clock_ms
+
+    def next_wall_clock_punctuation(self) -> int | None:
+        """The wall-clock time (ms) the next WALL_CLOCK_TIME punctuation is due; a runner sets a timer."""
+        return self._system_punctuations.next_due()
 
     def maybe_punctuate_system_time(self, wall_clock_ms: int | None = None) -> bool:
         if wall_clock_ms is not None:
