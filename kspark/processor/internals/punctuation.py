@@ -100,5 +100,10 @@ class PunctuationQueue:
             top = self._pq.peek()
         return False
 
+    def next_due(self) -> int | None:
+        """When the earliest live schedule is due (None if there is none)."""
+        live = [s.timestamp for s in self._pq if not s.cancelled]
+        return min(live) if live else None
+
     def __len__(self) -> int:
         return sum(1 for s in self._pq if not s.cancelled)
