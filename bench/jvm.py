@@ -1,0 +1,94 @@
+"""JVM parts of the benchmark: the Java Kafka Streams app and Kafka's perf tools.
+
+The Kafka Streams app (``bench/jvm/kstreams-bench``) is compiled with ``javac``
+against the ``kafka-streams`` 4.1.1 jar bundle, as ``tests/reference/harness.py``
+compiles the reference harness, into ``<kspark cache>/bench/kstreams-bench/<hash>/``.
+Kafka's perf tools (``kafka-tools`` 4.1.1, not part of the broker bundle) are
+resolved once with Maven from ``bench/jvm/kafka-tools/pom.xml`` into
+``<kspark cache>/bench/kafka-tools-4.1.1/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from kspark.dev.jars import find_java, find_maven, kspark_home, resolve_bundle
+
+__all__ = ["kstreams_classpath", "kafka_tools_classpath", "java"]
+
+_JVM = Path(__file__).resolve().parent / "jvm"
+_STAMP = ".built"
+
+
+def java() -> str:
+    return str(find_java())
+
+
+def _javac() -> str:
+    javac = find_java().resolve().parent / "javac"
+    if javac.exists():
+        return str(javac)
+    found = shutil.which("javac")
+    if not found:
+        raise RuntimeError("the Kafka Streams benchmark needs a JDK (javac); install openjdk-17-jdk-headless")
+    return found
+
+
+def kstreams_classpath() -> str:
+    """Compile the Kafka Streams benchmark app once per source change; return its classpath."""
+    jars = resolve_bundle("kafka-streams")
+    sources = sorted((_JVM / "kstreams-bench" / "src").rglob("*.java"))
+    digest = hashlib.sha256()
+    for src in sources:
+        digest.update(src.name.encode())
+        digest.update(src.read_bytes())
+    out = kspark_home() / "bench" / "kstreams-bench" / digest.hexdigest()[:16]
+    if not (out / _STAMP).exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
+        try:
+            proc = subprocess.run(
+                [_javac(), "-nowarn", "--release", "17", "-cp", os.pathsep.join(map(str, jars)),
+                 "-d", str(tmp / "classes"), *map(str, sources)],
+                capture_output=True, text=True, check=False,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"javac failed on the Kafka Streams benchmark:\n{proc.stderr[-4000:]}")
+            (tmp / _STAMP).write_text("ok\n")
+            if out.exists():
+                shutil.rmtree(out)
+            os.rename(tmp, out)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return os.pathsep.join([str(out / "classes"), *map(str, jars)])
+
+
+def kafka_tools_classpath() -> str:
+    """Kafka 4.1.1's tools jar and its dependencies (ProducerPerformance, ConsumerPerformance)."""
+    out = kspark_home() / "bench" / "kafka-tools-4.1.1"
+    if not (out / _STAMP).exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
+        try:
+            proc = subprocess.run(
+                [str(find_maven()), "-q", "-B", "-f", str(_JVM / "kafka-tools" / "pom.xml"),
+                 f"-Dmaven.repo.local={kspark_home() / 'm2'}", "dependency:copy-dependencies",
+                 "-DincludeScope=runtime", f"-DoutputDirectory={tmp}"],
+                capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(f"Maven could not resolve kafka-tools 4.1.1:\n{proc.stdout[-4000:]}")
+            (tmp / _STAMP).write_text("ok\n")
+            if out.exists():
+                shutil.rmtree(out)
+            os.rename(tmp, out)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return os.pathsep.join(str(p) for p in sorted(out.glob("*.jar")))

@@ -1,0 +1,438 @@
+"""One command: every workload on kspark and its peers, same broker, same data, same cores.
+
+    python -m bench.run --workload W1,W2 --records 1000000 --systems kspark,pyspark,quix,kstreams
+
+Starts one :class:`kspark.dev.LocalKafka`, pre-loads the input topics
+(2 partitions, identical bytes for every system), then runs each system in its
+own process group against them, one at a time. The output topic of each run is
+created with ``message.timestamp.type=LogAppendTime``, so the broker stamps
+when each output record arrived. Throughput is
+
+    input records / (last output append time - time the system began processing)
+
+where the start is reported by the system (its first input record; for Spark,
+the start of its first non-empty micro-batch): start-up and group joins are
+excluded, everything from the first fetch to the last output write counts.
+A run counts only when its output equals the result computed in Python
+(:mod:`bench.workloads`). Peak memory is the largest summed RSS of the
+system's process tree, sampled every 0.5 s. See docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from bench import jvm
+from bench.workloads import WORKLOADS, Checker, event_value, events, users
+from kspark.dev.kafka import LocalKafka
+
+__all__ = ["System", "SYSTEMS", "RunResult", "run_system", "preload", "main"]
+
+REPO = Path(__file__).resolve().parents[1]
+PEERS_PYTHON = os.environ.get("BENCH_PEERS_PYTHON", "/tmp/venvpeers/bin/python")
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    command: Callable[[dict[str, Any], argparse.Namespace], list[str]]
+    count_format: dict[str, str]
+    workloads: tuple[str, ...]
+    instances: Callable[[dict[str, Any]], int] = lambda spec: 1
+    settings: str = ""
+
+
+def _py(module: str, python: Callable[[argparse.Namespace], str]) -> Callable[[dict[str, Any], argparse.Namespace], list[str]]:
+    return lambda spec, args: [python(args), "-m", module, json.dumps(spec)]
+
+
+def _kstreams(spec: dict[str, Any], _args: argparse.Namespace) -> list[str]:
+    return [
+        jvm.java(), "-Xmx1g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", jvm.kstreams_classpath(),
+        "io.kspark.bench.KStreamsBench", spec["workload"], spec["bootstrap"], spec["input"], spec["output"],
+        spec["app_id"], spec["state_dir"], str(spec["partitions"]), str(spec["commit_ms"]), spec.get("table") or "",
+    ]
+
+
+SYSTEMS: dict[str, System] = {
+    s.name: s
+    for s in (
+        System(
+            "kspark", _py("bench.systems.kspark_app", lambda a: a.python), {"W2": "long", "W3": "long"},
+            ("W1", "W2", "W3", "W4"),
+            settings="KafkaStreams.start(), kspark defaults, spark.master=local[2], commit.interval.ms=trigger",
+        ),
+        System(
+            "pyspark", _py("bench.systems.pyspark_app", lambda a: a.python), {"W2": "str", "W3": "str"},
+            ("W1", "W2", "W3"),
+            settings="Kafka source/sink, DataFrame ops, local[2], shuffle.partitions=2, update mode, HDFS state store",
+        ),
+        System(
+            "quix", _py("bench.systems.quix_app", lambda a: a.peers_python), {"W2": "json", "W3": "jsonc"},
+            ("W1", "W2", "W3"), instances=lambda spec: int(spec["partitions"]),
+            settings="quixstreams 3.28.1, 2 processes in one group, RocksDB state, commit_interval=trigger",
+        ),
+        System(
+            "kstreams", _kstreams, {"W2": "long", "W3": "long"}, ("W1", "W2", "W3", "W4"),
+            settings="Kafka Streams 4.1.1, num.stream.threads=2, defaults (RocksDB, 10 MB cache), commit.interval.ms",
+        ),
+    )
+}
+
+
+@dataclass
+class RunResult:
+    system: str
+    workload: str
+    records: int
+    ok: bool = False
+    verdict: str = ""
+    rate: float | None = None
+    seconds: float | None = None
+    wall_seconds: float | None = None
+    peak_rss_mb: float | None = None
+    output_records: int = 0
+    duplicates: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- input
+
+def preload(kafka: LocalKafka, topic: str, n: int, partitions: int) -> float:
+    """Write the n input events; returns records/s of the load (not a benchmark number)."""
+    kafka.create_topic(topic, partitions)
+    producer = Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            # Java's default partitioner, so Kafka Streams and kspark see the same key -> partition.
+            "partitioner": "murmur2_random",
+        }
+    )
+    start = time.monotonic()
+    for e in events(n):
+        while True:
+            try:
+                producer.produce(topic, key=e.key.encode(), value=event_value(e), timestamp=e.ts)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(120):
+        raise RuntimeError(f"pre-loading {topic} did not finish")
+    return n / (time.monotonic() - start)
+
+
+def preload_table(kafka: LocalKafka, topic: str, partitions: int) -> None:
+    kafka.create_topic(topic, partitions)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20, "partitioner": "murmur2_random"})
+    for key, value, ts in users():
+        producer.produce(topic, key=key.encode(), value=value, timestamp=ts)
+    producer.flush(60)
+
+
+# ---------------------------------------------------------------- measuring
+
+def _tree_rss_mb(roots: list[int]) -> float:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, list(roots)
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total / 2**20
+
+
+class _OutputWatcher:
+    """Reads the output topic from the start, folding records into a Checker and the last append time."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, checker: Checker) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-watch-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        self.topic = topic
+        self.partitions = [TopicPartition(topic, p, 0) for p in range(partitions)]
+        self.consumer.assign(self.partitions)
+        self.checker = checker
+        self.position = dict.fromkeys(range(partitions), 0)
+        self.last_append_ms = 0
+
+    def high(self) -> int:
+        return sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions)
+
+    def drain(self) -> None:
+        target = {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions}
+        while any(self.position[p] < target[p] for p in target):
+            for msg in self.consumer.consume(num_messages=100_000, timeout=1.0):
+                if msg.error():
+                    continue
+                self.checker.add(msg.key(), msg.value())
+                self.position[msg.partition()] = msg.offset() + 1
+                ts_type, ts = msg.timestamp()
+                if ts > self.last_append_ms:
+                    self.last_append_ms = ts
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def run_system(
+    kafka: LocalKafka, system: System, workload: str, n: int, input_topic: str, args: argparse.Namespace,
+    table_topic: str | None = None,
+) -> RunResult:
+    result = RunResult(system.name, workload, n)
+    run_id = f"{system.name}-{workload.lower()}-{uuid.uuid4().hex[:6]}"
+    output = f"out-{run_id}"
+    kafka.create_topic(output, args.partitions, {"message.timestamp.type": "LogAppendTime"})
+    state_dir = tempfile.mkdtemp(prefix=f"bench-{run_id}-")
+    spec = {
+        "workload": workload, "bootstrap": kafka.bootstrap_servers, "input": input_topic, "output": output,
+        "table": table_topic, "app_id": f"bench-{run_id}", "state_dir": state_dir,
+        "commit_ms": args.commit_ms, "partitions": args.partitions, "extra": {},
+    }
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    checker = Checker(workload, n, system.count_format.get(workload, "long"))
+    watcher = _OutputWatcher(kafka.bootstrap_servers, output, args.partitions, checker)
+    logs = Path(args.logs) / run_id
+    logs.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen[str]] = []
+    peak = [0.0]
+    stop_sampling = threading.Event()
+
+    def sample() -> None:
+        while not stop_sampling.wait(0.5):
+            peak[0] = max(peak[0], _tree_rss_mb([p.pid for p in procs]))
+
+    launched = time.time()
+    try:
+        for i in range(system.instances(spec)):
+            procs.append(
+                subprocess.Popen(
+                    system.command(spec, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=open(logs / f"stderr-{i}.log", "w"), text=True, env=env, cwd=REPO,
+                    start_new_session=True,
+                )
+            )
+        threading.Thread(target=sample, daemon=True).start()
+        deadline = time.monotonic() + args.timeout
+        last_high = -1
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            dead = [p for p in procs if p.poll() is not None]
+            if dead:
+                result.verdict = f"process exited with {dead[0].returncode} before finishing (see {logs})"
+                break
+            high = watcher.high()
+            # Read only while the output is quiet, so the check competes as little as possible with the system.
+            if high == last_high and high > sum(watcher.position.values()):
+                watcher.drain()
+                if checker.complete():
+                    break
+            last_high = high
+        else:
+            result.verdict = f"timed out after {args.timeout} s"
+        watcher.drain()
+    finally:
+        stop_sampling.set()
+        reports = []
+        for p in procs:
+            try:
+                if p.poll() is None and p.stdin:
+                    p.stdin.write("stop\n")
+                    p.stdin.flush()
+            except OSError:
+                pass
+        for i, p in enumerate(procs):
+            try:
+                out, _ = p.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+                out, _ = p.communicate()
+            (logs / f"stdout-{i}.log").write_text(out or "")
+            for line in (out or "").splitlines():
+                if line.startswith("RESULT "):
+                    reports.append(json.loads(line[7:]))
+        watcher.close()
+        shutil.rmtree(state_dir, ignore_errors=True)
+    result.peak_rss_mb = round(peak[0])
+    result.output_records = checker.records
+    result.duplicates = checker.duplicates
+    firsts = [r["first_input_ms"] for r in reports if r.get("first_input_ms")]
+    result.extra = {k: v for r in reports for k, v in r.items() if k != "first_input_ms"}
+    if not result.verdict:
+        verdict = checker.verdict()
+        result.verdict = verdict or "ok"
+        result.ok = verdict is None
+    if result.ok and firsts and watcher.last_append_ms:
+        result.seconds = (watcher.last_append_ms - min(firsts)) / 1000
+        result.wall_seconds = watcher.last_append_ms / 1000 - launched
+        result.rate = n / result.seconds if result.seconds > 0 else None
+    elif result.ok:
+        result.ok = False
+        result.verdict = "no start time reported"
+    return result
+
+
+# ---------------------------------------------------------------- perf tools
+
+def broker_limits(kafka: LocalKafka, n: int, partitions: int, input_topic: str) -> dict[str, float]:
+    """Kafka's own perf tools: raw produce rate, raw consume rate, and both at once (a pipe's limit)."""
+    cp = jvm.kafka_tools_classpath()
+    base = [jvm.java(), "-Xmx512m", "-cp", cp]
+    bs = kafka.bootstrap_servers
+
+    def producer(topic: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*base, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(n),
+             "--record-size", "100", "--throughput", "-1", "--producer-props", f"bootstrap.servers={bs}",
+             "acks=1", "linger.ms=5", "batch.size=262144"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+
+    def consumer(topic: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*base, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bs, "--topic", topic,
+             "--messages", str(n), "--timeout", "60000", "--group", f"perf-{uuid.uuid4().hex[:6]}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+
+    def producer_rate(out: str) -> float:
+        last = [ln for ln in out.splitlines() if "records sent" in ln][-1]
+        return float(last.split("records sent,")[1].split("records/sec")[0])
+
+    def consumer_rate(out: str) -> float:
+        lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+        header = [h.strip() for h in lines[0].split(",")]
+        values = [v.strip() for v in lines[1].split(",")]
+        return float(values[header.index("nMsg.sec")])
+
+    kafka.create_topic("perf-produce", partitions)
+    p = producer("perf-produce")
+    produce = producer_rate(p.communicate()[0])
+    c = consumer(input_topic)
+    consume = consumer_rate(c.communicate()[0])
+    kafka.create_topic("perf-pipe", partitions)
+    c, p = consumer(input_topic), producer("perf-pipe")
+    pipe_consume, pipe_produce = consumer_rate(c.communicate()[0]), producer_rate(p.communicate()[0])
+    return {
+        "produce": produce,
+        "consume": consume,
+        "pipe_consume": pipe_consume,
+        "pipe_produce": pipe_produce,
+    }
+
+
+# ---------------------------------------------------------------- report
+
+def _fmt_rate(r: RunResult) -> str:
+    return f"{r.rate:,.0f}" if r.ok and r.rate else "FAILED" if not r.ok else "n/a"
+
+
+def table(results: list[RunResult], systems: list[str]) -> str:
+    lines = [
+        "| workload | system | input rec/s | kspark ÷ system | seconds | wall s (incl. start) | peak RSS MB | output records | check |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for w in sorted({r.workload for r in results}):
+        ks = next((r for r in results if r.workload == w and r.system == "kspark" and r.ok), None)
+        for s in systems:
+            for r in (r for r in results if r.workload == w and r.system == s):
+                ratio = f"{ks.rate / r.rate:.2f}x" if ks and ks.rate and r.ok and r.rate else "-"
+                lines.append(
+                    f"| {w} | {s} | {_fmt_rate(r)} | {ratio} | {r.seconds or '-'} | "
+                    f"{round(r.wall_seconds, 1) if r.wall_seconds else '-'} | {r.peak_rss_mb} | {r.output_records:,} | "
+                    f"{r.verdict[:120]} |"
+                )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", default="W1,W2", help=f"comma-separated, of {','.join(WORKLOADS)}")
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--systems", default="kspark,pyspark,quix,kstreams")
+    ap.add_argument("--partitions", type=int, default=2, help="input partitions = cores = threads/processes")
+    ap.add_argument("--commit-ms", type=int, default=1000, help="commit / trigger interval of every system")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    ap.add_argument("--perf", action="store_true", help="also run Kafka's perf tools (the broker's limit)")
+    ap.add_argument("--python", default=sys.executable, help="interpreter with kspark and pyspark")
+    ap.add_argument("--peers-python", default=PEERS_PYTHON, help="interpreter with quixstreams and faust")
+    ap.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "kspark-bench-logs"))
+    ap.add_argument("--json", help="also write the results as JSON here")
+    args = ap.parse_args(argv)
+    workloads = [w.strip().upper() for w in args.workload.split(",") if w.strip()]
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS] + [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown: {unknown}; systems are {sorted(SYSTEMS)}, workloads {WORKLOADS}")
+    results: list[RunResult] = []
+    with LocalKafka(heap="1g", log_level="WARN") as kafka:
+        input_topic = f"input-{args.records}"
+        load_rate = preload(kafka, input_topic, args.records, args.partitions)
+        print(f"pre-loaded {args.records:,} records into {input_topic} at {load_rate:,.0f} rec/s", flush=True)
+        table_topic = None
+        if "W4" in workloads:
+            table_topic = "users"
+            preload_table(kafka, table_topic, args.partitions)
+        limits = broker_limits(kafka, args.records, args.partitions, input_topic) if args.perf else None
+        if limits:
+            print("broker limit (Kafka perf tools, rec/s): " + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items()))
+        for w in workloads:
+            for s in systems:
+                system = SYSTEMS[s]
+                if w not in system.workloads:
+                    print(f"{w} {s}: not implemented for this system, skipped", flush=True)
+                    continue
+                r = run_system(kafka, system, w, args.records, input_topic, args, table_topic)
+                print(
+                    f"{w} {s}: {_fmt_rate(r)} rec/s, {r.seconds} s, peak {r.peak_rss_mb} MB, "
+                    f"{r.output_records} out, {r.verdict}",
+                    flush=True,
+                )
+                results.append(r)
+    print()
+    print(f"records={args.records:,} partitions={args.partitions} commit/trigger={args.commit_ms} ms")
+    print(table(results, systems))
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"args": vars(args), "limits": limits, "results": [r.__dict__ for r in results]}, indent=1)
+        )
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""When a Spark streaming query began processing input: the start of its first non-empty batch."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+__all__ = ["first_input_ms", "batches"]
+
+
+def _ms(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def first_input_ms(queries: list[Any]) -> int:
+    starts = [
+        _ms(p["timestamp"])
+        for q in queries
+        for p in q.recentProgress
+        if int(p.get("numInputRows", 0)) > 0
+    ]
+    return min(starts) if starts else 0
+
+
+def batches(queries: list[Any]) -> list[dict[str, Any]]:
+    """Per non-empty batch: rows and the duration breakdown Spark reports (for the notes)."""
+    return [
+        {"query": q.name, "rows": int(p["numInputRows"]), "ms": p.get("durationMs", {})}
+        for q in queries
+        for p in q.recentProgress
+        if int(p.get("numInputRows", 0)) > 0
+    ]
