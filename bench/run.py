@@ -79,13 +79,18 @@ SYSTEMS: dict[str, System] = {
         ),
         System(
             "pyspark", _py("bench.systems.pyspark_app", lambda a: a.python), {"W2": "str", "W3": "str"},
-            ("W1", "W2", "W3"),
+            ("W1", "W2", "W3", "W4"),
             settings="Kafka source/sink, DataFrame ops, local[2], shuffle.partitions=2, update mode, HDFS state store",
         ),
         System(
             "quix", _py("bench.systems.quix_app", lambda a: a.peers_python), {"W2": "json", "W3": "jsonc"},
-            ("W1", "W2", "W3"), instances=lambda spec: int(spec["partitions"]),
+            ("W1", "W2", "W3", "W4"), instances=lambda spec: int(spec["partitions"]),
             settings="quixstreams 3.28.1, 2 processes in one group, RocksDB state, commit_interval=trigger",
+        ),
+        System(
+            "faust", _py("bench.systems.faust_app", lambda a: a.peers_python), {"W2": "json"}, ("W1", "W2"),
+            instances=lambda spec: int(spec["partitions"]),
+            settings="faust-streaming 0.15.3, 2 worker processes, in-memory tables, broker_commit_interval=trigger",
         ),
         System(
             "kstreams", _kstreams, {"W2": "long", "W3": "long"}, ("W1", "W2", "W3", "W4"),
@@ -224,7 +229,8 @@ def run_system(
         "table": table_topic, "app_id": f"bench-{run_id}", "state_dir": state_dir,
         "commit_ms": args.commit_ms, "partitions": args.partitions, "extra": {},
     }
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    paths = [args.kspark_src, str(REPO)] if args.kspark_src else [str(REPO)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     checker = Checker(workload, n, system.count_format.get(workload, "long"))
     watcher = _OutputWatcher(kafka.bootstrap_servers, output, args.partitions, checker)
     logs = Path(args.logs) / run_id
@@ -356,6 +362,14 @@ def broker_limits(kafka: LocalKafka, n: int, partitions: int, input_topic: str) 
     }
 
 
+def export_kspark(rev: str) -> str:
+    """``kspark/`` at ``rev`` in a temp dir, put first on the systems' PYTHONPATH."""
+    out = tempfile.mkdtemp(prefix="kspark-bench-src-")
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "kspark"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", out], input=archive.stdout, check=True)
+    return out
+
+
 # ---------------------------------------------------------------- report
 
 def _fmt_rate(r: RunResult) -> str:
@@ -393,12 +407,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers-python", default=PEERS_PYTHON, help="interpreter with quixstreams and faust")
     ap.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "kspark-bench-logs"))
     ap.add_argument("--json", help="also write the results as JSON here")
+    ap.add_argument(
+        "--kspark-rev", default="HEAD",
+        help="git revision of kspark/ the systems run (exported to a temp dir: the shared working tree may "
+        "hold someone's unfinished edits); 'worktree' runs the working tree as it is",
+    )
     args = ap.parse_args(argv)
     workloads = [w.strip().upper() for w in args.workload.split(",") if w.strip()]
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in systems if s not in SYSTEMS] + [w for w in workloads if w not in WORKLOADS]
     if unknown:
         ap.error(f"unknown: {unknown}; systems are {sorted(SYSTEMS)}, workloads {WORKLOADS}")
+    args.load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    rev = "HEAD" if args.kspark_rev == "worktree" else args.kspark_rev
+    args.kspark_commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", rev], capture_output=True, text=True, check=True
+    ).stdout.strip() + ("+worktree" if args.kspark_rev == "worktree" else "")
+    args.kspark_src = None
+    if args.kspark_rev != "worktree":
+        args.kspark_src = export_kspark(args.kspark_rev)
     results: list[RunResult] = []
     with LocalKafka(heap="1g", log_level="WARN") as kafka:
         input_topic = f"input-{args.records}"
@@ -425,7 +452,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 results.append(r)
     print()
-    print(f"records={args.records:,} partitions={args.partitions} commit/trigger={args.commit_ms} ms")
+    print(
+        f"records={args.records:,} partitions={args.partitions} commit/trigger={args.commit_ms} ms "
+        f"kspark={args.kspark_commit} load average before={args.load_before}"
+    )
     print(table(results, systems))
     if args.json:
         Path(args.json).write_text(

@@ -7,7 +7,8 @@ Settings: Quix defaults (RocksDB state, at-least-once) with
 ``commit_interval`` from the harness and ``auto_offset_reset="earliest"``.
 W2 is a stateful ``apply`` (Quix has no un-windowed count); W3 is
 ``tumbling_window(5 s, grace 30 s).count().current()`` (every update, as
-Kafka Streams without suppression).
+Kafka Streams without suppression). W4 is ``join_asof`` (Quix's
+stream-table join: the latest table row at or before the event's time).
 """
 
 from __future__ import annotations
@@ -58,6 +59,14 @@ def main() -> None:
             lambda v, key, _ts, _h: {"k": f"{key}@{v['start']}", "c": v["value"]}, metadata=True
         )
         sdf.to_topic(out, key=lambda v: v["k"])
+    elif w == "W4":
+        table = app.topic(spec["table"], key_deserializer="str", value_deserializer="json")
+        sdf = sdf.join_asof(
+            app.dataframe(table),
+            how="inner",
+            on_merge=lambda e, u: {"id": e["id"], "amount": e["amount"], "tier": u["tier"]},
+        )
+        sdf.to_topic(out)
     else:
         raise ValueError(f"unknown or unsupported workload {w}")
     wait_for_stop(app.stop, background=True)
