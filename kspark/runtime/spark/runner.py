@@ -158,7 +158,7 @@ class SparkRunner:
                         raise StreamsException(f"Could not create internal topic {topic}: {e}") from e
 
     # ------------------------------------------------------------------ queries
-    def _stage(self, plan: SubtopologyPlan) -> DataFrame:
+    def _stage(self, plan: SubtopologyPlan, *, continuous: bool) -> DataFrame:
         from pyspark.sql import functions as F
 
         options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
@@ -174,14 +174,26 @@ class SparkRunner:
             options=options,
         )
         spec = TopologySpec(
-            self.topology, self.config.originals(), plan.subtopology, self._changelog_topics(), self.instance
+            self.topology,
+            self.config.originals(),
+            plan.subtopology,
+            self._changelog_topics(),
+            self.instance,
+            timers=continuous,
         )
         if not plan.stateful:
             return source.mapInArrow(StatelessStage(spec), OUTPUT_DDL)
         return (
             source.withColumn(TASK_INPUT_COLUMN, F.col("partition"))
             .groupBy(TASK_INPUT_COLUMN)
-            .transformWithStateInPandas(TaskStage(spec), OUTPUT_DDL, "Update", "None")
+            .transformWithStateInPandas(
+                # Processing-time timers fire wall-clock punctuations of idle tasks; but with them
+                # Spark keeps running no-data batches, so an availableNow query would never end.
+                TaskStage(spec),
+                OUTPUT_DDL,
+                "Update",
+                "ProcessingTime" if continuous else "None",
+            )
         )
 
     def _on_batch(self, batch_id: int, written: int) -> None:
@@ -193,7 +205,7 @@ class SparkRunner:
             {k: v for k, v in self.config.prefixed("producer.").items()},
         )
         writer = (
-            self._stage(plan)
+            self._stage(plan, continuous=not available_now)
             .writeStream.queryName(plan.query_name)
             .foreachBatch(_SinkBatch(producer_conf, self._on_batch))
             .option("checkpointLocation", self.checkpoint_dir(plan))

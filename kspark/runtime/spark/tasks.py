@@ -27,6 +27,7 @@ worker and kept warm across micro-batches.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -72,8 +73,9 @@ class TopologySpec:
     subtopology: int
     changelog_topics: Mapping[str, str]  # changelog topic -> store name
     instance: str  # one per KafkaStreams run: warm tasks never outlive the code they were built from
+    timers: bool = False  # processing-time timers drive wall-clock punctuation (continuous runs only)
 
-    def build_task(self, partition: int) -> StreamTask:
+    def build_task(self, partition: int, processor_metadata: Mapping[str, int] | None = None) -> StreamTask:
         builder = self.topology.internal_builder
         nodes = builder.node_groups()[self.subtopology]
         task = StreamTask(
@@ -82,6 +84,7 @@ class TopologySpec:
             StreamsConfig(dict(self.config)),
             partition=partition,
             wall_clock_ms=int(time.time() * 1000),
+            processor_metadata=processor_metadata,
         )
         task.initialize()
         return task
@@ -205,10 +208,21 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
         self.spec = spec
 
     def init(self, handle: Any) -> None:
-        from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+        from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
 
+        self._handle = handle
         self._meta = handle.getValueState(
-            "meta", StructType([StructField("epoch", LongType()), StructField("stream_time", LongType())])
+            "meta",
+            StructType(
+                [
+                    StructField("epoch", LongType()),
+                    StructField("stream_time", LongType()),
+                    # Kafka commits processor metadata with the offsets; here it is task state (JSON).
+                    StructField("processor_metadata", StringType()),
+                    # The processing-time timer set for the next wall-clock punctuation (-1: none).
+                    StructField("timer", LongType()),
+                ]
+            ),
         )
         key_schema = StructType([StructField("k", BinaryType())])
         value_schema = StructType([StructField("v", BinaryType()), StructField("ts", LongType())])
@@ -217,16 +231,18 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
         names = sorted({s for n in stores for s in builder.node_stores(n)})
         self._stores = {name: handle.getMapState(f"store_{name}", key_schema, value_schema) for name in names}
 
-    def _warm_task(self, partition: int) -> tuple[int, StreamTask]:
+    def _warm_task(self, partition: int) -> tuple[int, int, StreamTask]:
+        """(epoch, timer, task): the task warm from the last batch, or rebuilt and restored."""
         meta = self._meta.get() if self._meta.exists() else None
         epoch = int(meta[0]) if meta else 0
+        timer = int(meta[3]) if meta and meta[3] is not None else -1
         with _WARM_LOCK:
             warm = _WARM.get(_warm_key(self.spec, partition))
         if warm is not None and warm[0] == epoch:
-            return warm
+            return epoch, timer, warm[1]
         if warm is not None:
             warm[1].close()
-        task = self.spec.build_task(partition)
+        task = self.spec.build_task(partition, json.loads(meta[2]) if meta and meta[2] else None)
         callbacks = task.context.restore_callbacks
         for name, state in self._stores.items():
             restore = callbacks.get(name)
@@ -237,18 +253,27 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
             # Kafka Streams restores partition time from committed offset metadata;
             # here it is part of the task's state.
             task.partition_group.stream_time = int(meta[1])
-        return epoch, task
+        return epoch, timer, task
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
         import pandas as pd
 
-        partition = int(key[0])
-        epoch, task = self._warm_task(partition)
         frames = [f for f in rows if len(f)]
+        data = None
         if frames:
             data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        yield self._step(int(key[0]), data)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
+        """A wall-clock punctuation is due and the task got no records this batch."""
+        yield self._step(int(key[0]), None)
+
+    def _step(self, partition: int, data: pd.DataFrame | None) -> pd.DataFrame:
+        """One commit of the task: queue the batch's records, process, punctuate, persist."""
+        epoch, timer, task = self._warm_task(partition)
+        if data is not None:
             data = data.sort_values(["topic", "offset"], kind="stable")
             for topic, group in data.groupby("topic", sort=True):
                 task.add_records(
@@ -268,9 +293,23 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
                 )
         outputs = _run(task)
         emitted = self._apply_changelog(outputs)
-        self._meta.update((epoch + 1, task.stream_time()))
+        timer = self._set_timer(timer, task)
+        self._meta.update((epoch + 1, task.stream_time(), json.dumps(task.processor_metadata), timer))
         _keep_warm(_warm_key(self.spec, partition), (epoch + 1, task))
-        yield _output_batch(emitted).to_pandas()
+        return _output_batch(emitted).to_pandas()
+
+    def _set_timer(self, current: int, task: StreamTask) -> int:
+        """Keep one processing-time timer at the task's next wall-clock punctuation; -1: none."""
+        if not self.spec.timers:
+            return -1
+        due = task.next_wall_clock_punctuation()
+        wanted = -1 if due is None else due
+        if wanted != current:
+            if current >= 0:
+                self._handle.deleteTimer(current)
+            if wanted >= 0:
+                self._handle.registerTimer(wanted)
+        return wanted
 
     def _apply_changelog(self, outputs: list[OutputRecord]) -> list[OutputRecord]:
         """Write changelog records to the MapStates; return the records meant for Kafka."""

@@ -20,7 +20,7 @@ from kspark import Consumed, Grouped, KafkaStreams, KeyValue, Materialized, Prod
 from kspark.dev.kafka import KafkaRecord, LocalKafka
 from kspark.dev.partitioning import default_partition
 from kspark.errors import ConfigException, InvalidStateStoreException, StreamsException
-from kspark.processor import Processor, ProcessorContext, Record
+from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
 from kspark.serde import Serdes
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
@@ -149,10 +149,6 @@ def test_count_matches_the_driver_and_survives_a_restart(
     assert got["k0"][-1] == (6, 1020)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the record cache (KIP-63) is not implemented yet: stores forward every update (as cache size 0)",
-)
 def test_caching_forwards_the_last_value_per_key_per_batch(
     kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
 ) -> None:
@@ -245,3 +241,45 @@ def test_store_reads_on_an_app_that_is_not_running_fail_clearly(kafka: LocalKafk
     app = KafkaStreams(_count_topology("a", "b"), _config(kafka, tmp_path, "not-running"))
     with pytest.raises(InvalidStateStoreException, match="CREATED"):
         app.store("counts")
+
+
+class _Heartbeat(Processor[str, str]):
+    """Counts records; every second of wall-clock time forwards the count (also without input)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store = context.get_state_store("count")
+        context.schedule(1_000, PunctuationType.WALL_CLOCK_TIME, self.beat)
+
+    def process(self, record: Record[str, str]) -> None:
+        self.store.put("n", (self.store.get("n") or 0) + 1)
+
+    def beat(self, timestamp: int) -> None:
+        self.context.forward(Record("n", self.store.get("n") or 0, timestamp))
+
+
+def test_wall_clock_punctuation_fires_without_new_input(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    topo = Topology()
+    topo.add_source("src", src, key_deserializer=S.deserializer(), value_deserializer=S.deserializer())
+    topo.add_processor("beat", _Heartbeat, "src")
+    count = Stores.key_value_store_builder(Stores.in_memory_key_value_store("count"), S, L)
+    topo.add_state_store(count, "beat")
+    topo.add_sink("sink", dst, "beat", key_serializer=S.serializer(), value_serializer=L.serializer())
+    kafka.produce(src, [(b"a", b"1", 10), (b"b", b"2", 20), (b"c", b"3", 30)])
+
+    app = KafkaStreams(
+        topo, _config(kafka, tmp_path, "heartbeat", **{"commit.interval.ms": 500}), spark=spark
+    )
+    app.start()
+    try:
+        # The input is processed in the first batch; later beats come from Spark timers alone.
+        beats = kafka.consume_all(dst, min_records=4, timeout=90)
+    finally:
+        app.close()
+    values = [L.deserializer().deserialize(dst, r.value) for r in beats]
+    assert len(values) >= 4 and values[-1] == 3
+    stamps = [r.timestamp for r in beats]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
