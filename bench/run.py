@@ -227,7 +227,8 @@ def run_system(
     spec = {
         "workload": workload, "bootstrap": kafka.bootstrap_servers, "input": input_topic, "output": output,
         "table": table_topic, "app_id": f"bench-{run_id}", "state_dir": state_dir,
-        "commit_ms": args.commit_ms, "partitions": args.partitions, "extra": {},
+        "commit_ms": args.commit_ms, "partitions": args.partitions,
+        "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
     }
     paths = [args.kspark_src, str(REPO)] if args.kspark_src else [str(REPO)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
@@ -254,6 +255,16 @@ def run_system(
                 )
             )
         threading.Thread(target=sample, daemon=True).start()
+        if args.py_spy and system.name in args.py_spy.split(","):
+            spies = [
+                subprocess.Popen(
+                    [args.py_spy_bin, "record", "--pid", str(p.pid), "--subprocesses", "--rate", "50",
+                     "--format", "raw", "--output", str(logs / f"py-spy-{i}.txt"), "--nonblocking"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )
+                for i, p in enumerate(procs)
+            ]
+            result.extra["py_spy"] = [str(logs / f"py-spy-{i}.txt") for i in range(len(spies))]
         deadline = time.monotonic() + args.timeout
         last_high = -1
         while time.monotonic() < deadline:
@@ -298,7 +309,7 @@ def run_system(
     result.output_records = checker.records
     result.duplicates = checker.duplicates
     firsts = [r["first_input_ms"] for r in reports if r.get("first_input_ms")]
-    result.extra = {k: v for r in reports for k, v in r.items() if k != "first_input_ms"}
+    result.extra.update({k: v for r in reports for k, v in r.items() if k != "first_input_ms"})
     if not result.verdict:
         verdict = checker.verdict()
         result.verdict = verdict or "ok"
@@ -407,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers-python", default=PEERS_PYTHON, help="interpreter with quixstreams and faust")
     ap.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "kspark-bench-logs"))
     ap.add_argument("--json", help="also write the results as JSON here")
+    ap.add_argument("--kspark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra kspark config, e.g. spark.kspark.maxOffsetsPerTrigger=20000 (repeatable)")
+    ap.add_argument("--py-spy", default="", help="comma-separated systems to profile with py-spy (all their processes)")
+    ap.add_argument("--py-spy-bin", default=str(Path(sys.executable).parent / "py-spy"))
     ap.add_argument(
         "--kspark-rev", default="HEAD",
         help="git revision of kspark/ the systems run (exported to a temp dir: the shared working tree may "

@@ -72,7 +72,7 @@ def main() -> None:
         raise ValueError(f"unknown or unsupported workload {w}")
 
     wait_for_stop(lambda: os.kill(os.getpid(), signal.SIGTERM), background=True)
-    faust.Worker(app, loglevel="WARNING").execute_from_commandline()
+    faust.Worker(app, loglevel="WARNING", redirect_stdouts=False).execute_from_commandline()
 
 
 if __name__ == "__main__":
