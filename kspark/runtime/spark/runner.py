@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +54,20 @@ class SubtopologyPlan:
     source_topics: tuple[str, ...]
     stateful: bool
     query_name: str
+
+
+_PYTHON_ERROR_LINE = re.compile(r"^[\w.]+(?:Error|Exception): .+")
+
+
+def _first_line(error: BaseException) -> str:
+    """The user-facing part of a Spark error: the first Python exception line of the worker's traceback
+    (kspark's engine names the task, processor, topic, partition and offset there)."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    errors = [line for line in lines if _PYTHON_ERROR_LINE.match(line)]
+    ours = [line for line in errors if line.startswith("kspark.")]
+    users = [line for line in errors if not line.startswith(("pyspark.", "py4j.", "org.", "java.", "scala."))]
+    best = ours or users or errors or lines
+    return best[0] if best else type(error).__name__
 
 
 class _SinkBatch:
@@ -228,8 +243,12 @@ class SparkRunner:
             moved = 0
             for plan in plans:
                 query = self.start_query(plan, available_now=True)
-                query.awaitTermination()
-                self.queries.remove(query)
+                try:
+                    query.awaitTermination()
+                except Exception as e:  # pyspark's StreamingQueryException: re-raised as ours, cause kept
+                    raise StreamsException(f"{plan.query_name} failed: {_first_line(e)}") from e
+                finally:
+                    self.queries.remove(query)
                 moved += sum(int(p.get("numInputRows", 0)) for p in query.recentProgress)
             total += moved
             if moved == 0 or len(plans) == 1:

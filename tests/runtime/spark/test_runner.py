@@ -20,6 +20,7 @@ from kspark import Consumed, Grouped, KafkaStreams, KeyValue, Materialized, Prod
 from kspark.dev.kafka import KafkaRecord, LocalKafka
 from kspark.dev.partitioning import default_partition
 from kspark.errors import ConfigException, InvalidStateStoreException, StreamsException
+from kspark.kafka_streams import StreamsUncaughtExceptionHandler
 from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
 from kspark.serde import Serdes
 from kspark.state import Stores
@@ -283,3 +284,41 @@ def test_wall_clock_punctuation_fires_without_new_input(
     assert len(values) >= 4 and values[-1] == 3
     stamps = [r.timestamp for r in beats]
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+
+
+def test_a_failing_processor_stops_the_app_with_a_clear_error_and_the_listeners_see_it(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+
+    def explode(value: str) -> str:
+        if value == "bad":
+            raise ValueError("cannot handle 'bad'")
+        return value
+
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).map_values(explode).to(dst, Produced.with_(S, S))
+    kafka.produce(src, [(b"k", b"good", 1), (b"k", b"bad", 2)])
+    app = KafkaStreams(b.build(), _config(kafka, tmp_path, "failing"), spark=spark)
+    transitions: list[tuple[str, str]] = []
+    handled: list[BaseException] = []
+    app.set_state_listener(lambda new, old: transitions.append((old.value, new.value)))
+
+    def handler(error: BaseException) -> StreamsUncaughtExceptionHandler:
+        handled.append(error)
+        return StreamsUncaughtExceptionHandler.SHUTDOWN_CLIENT
+
+    app.set_uncaught_exception_handler(handler)
+
+    with pytest.raises(StreamsException, match="cannot handle 'bad'"):
+        app.process_available()
+
+    assert app.state() is KafkaStreams.State.ERROR
+    assert transitions == [
+        ("CREATED", "REBALANCING"),
+        ("REBALANCING", "PENDING_ERROR"),
+        ("PENDING_ERROR", "ERROR"),
+    ]
+    assert len(handled) == 1
+    # The batch failed before its output was produced: nothing of it reached the output topic.
+    assert kafka.consume_all(dst) == []
