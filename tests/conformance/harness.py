@@ -45,6 +45,7 @@ class Scenario:
     output_serdes: Mapping[str, tuple[Any, Any]]  # logical output topic -> (key serde, value serde)
     partitions: int = 1
     config: Mapping[str, Any] = field(default_factory=dict)
+    global_topics: frozenset[str] = frozenset()  # read whole by every task (GlobalKTable)
 
 
 PerKey = dict[str, dict[str, list[tuple[Any, int]]]]
@@ -67,7 +68,11 @@ def reference_outputs(scenario: Scenario, config: Mapping[str, Any]) -> PerKey:
     topics = {t: t for t in [*scenario.input_serdes, *scenario.output_serdes]}
     out: PerKey = {}
     for partition in range(scenario.partitions):
-        records = [r for r in scenario.inputs if _partition_of(scenario, r) == partition]
+        records = [
+            r
+            for r in scenario.inputs
+            if r.topic in scenario.global_topics or _partition_of(scenario, r) == partition
+        ]
         with TopologyTestDriver(scenario.build(topics), dict(config)) as driver:
             inputs = {t: driver.create_input_topic(t, k, v) for t, (k, v) in scenario.input_serdes.items()}
             for r in records:

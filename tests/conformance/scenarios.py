@@ -260,6 +260,27 @@ def _stream_joins(t: Mapping[str, str]) -> Topology:
     return b.build()
 
 
+def _global_joins(t: Mapping[str, str]) -> Topology:
+    b = StreamsBuilder()
+    users = b.global_table(t["users"], Consumed.with_(S, S))
+    views = b.stream(t["in"], Consumed.with_(S, S))
+    views.join(users, lambda k, v: f"u{int(v[1:]) % 4}", lambda v, u: f"{v}@{u}").to(
+        t["inner"], Produced.with_(S, S)
+    )
+    views.left_join(users, lambda k, v: f"u{int(v[1:]) % 5}", lambda v, u: f"{v}@{u}").to(
+        t["leftj"], Produced.with_(S, S)
+    )
+    return b.build()
+
+
+# The global table is complete before the stream starts: Kafka Streams gives no order
+# between a global topic and the stream, so only this input has one defined result.
+_USERS = [Input("users", f"u{i}", f"name{i}", 1 + i) for i in range(4)] + [
+    Input("users", "u1", "renamed1", 10),
+    Input("users", "u3", None, 11),
+]
+
+
 # ---------------------------------------------------------------- Processor API
 class _SumAndFlush(Processor[str, str]):
     """Sums per key in a store; every 5 s of stream time forwards all sums (cross-key scan)."""
@@ -390,6 +411,15 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "processor_api_punctuation", _processor_api, _stream("in", _messy(30, 4)), {"in": SS}, {"out": SL}, 3
+    ),
+    Scenario(
+        "stream_global_table_joins",
+        _global_joins,
+        _USERS + _stream("in", _messy(24, 5)),
+        {"users": SS, "in": SS},
+        {"inner": SS, "leftj": SS},
+        3,
+        global_topics=frozenset({"users"}),
     ),
 ]
 

@@ -94,11 +94,7 @@ class SparkRunner:
         self.builder = topology.internal_builder
         self.builder.set_application_id(config.application_id())
         self.builder.validate()
-        if self.builder.global_store_names():
-            raise StreamsException(
-                f"Global stores / GlobalKTables ({', '.join(self.builder.global_store_names())}) are not "
-                "supported on the Spark runner yet; join with a co-partitioned KTable instead"
-            )
+
         self.queries: list[StreamingQuery] = []
         self.records_written = 0
         self.partitions: dict[str, int] = {}
@@ -195,6 +191,7 @@ class SparkRunner:
             self._changelog_topics(),
             self.instance,
             timers=continuous,
+            has_global_stores=bool(self.builder.global_store_names()),
         )
         if not plan.stateful:
             return source.mapInArrow(StatelessStage(spec), OUTPUT_DDL)

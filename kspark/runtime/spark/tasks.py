@@ -38,6 +38,7 @@ from kspark.config import StreamsConfig
 from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
+from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
 from kspark.runtime.spark.kafka_io import encode_headers
 
 if TYPE_CHECKING:
@@ -74,6 +75,15 @@ class TopologySpec:
     changelog_topics: Mapping[str, str]  # changelog topic -> store name
     instance: str  # one per KafkaStreams run: warm tasks never outlive the code they were built from
     timers: bool = False  # processing-time timers drive wall-clock punctuation (continuous runs only)
+    has_global_stores: bool = False
+
+    def global_replica(self) -> GlobalStateReplica | None:
+        """This worker's global stores, caught up with their topics (None without global stores)."""
+        if not self.has_global_stores:
+            return None
+        replica = global_replica(self.topology, self.config, self.instance)
+        replica.catch_up()
+        return replica
 
     def build_task(self, partition: int, processor_metadata: Mapping[str, int] | None = None) -> StreamTask:
         builder = self.topology.internal_builder
@@ -85,6 +95,7 @@ class TopologySpec:
             partition=partition,
             wall_clock_ms=int(time.time() * 1000),
             processor_metadata=processor_metadata,
+            global_stores=replica.stores if (replica := self.global_replica()) is not None else None,
         )
         task.initialize()
         return task
@@ -180,6 +191,7 @@ class StatelessStage:
                 by_tp.setdefault((topic, partition), []).append(
                     RawRecord(topic, partition, offset, ts, key, value, _kafka_headers(headers))
                 )
+            self.spec.global_replica()
             out: list[OutputRecord] = []
             for (topic, partition), records in by_tp.items():
                 task = self._task(partition)
@@ -273,6 +285,7 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
     def _step(self, partition: int, data: pd.DataFrame | None) -> pd.DataFrame:
         """One commit of the task: queue the batch's records, process, punctuate, persist."""
         epoch, timer, task = self._warm_task(partition)
+        self.spec.global_replica()
         if data is not None:
             data = data.sort_values(["topic", "offset"], kind="stable")
             for topic, group in data.groupby("topic", sort=True):
