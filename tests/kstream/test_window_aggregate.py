@@ -119,8 +119,9 @@ def test_emit_on_close_commits_its_last_close_time_as_processor_metadata() -> No
     for record in _on_close_inputs()[:4]:
         proc.process(record)
     assert ctx.take() == [(W("a", 0, 10), (2, None), 3)]
-    # Kafka: addProcessorMetadataKeyValue(storeName, windowCloseTime) after each emit
-    assert ctx.processor_metadata == {"s": 10}
+    # Kafka: addProcessorMetadataKeyValue(storeName, windowCloseTime) after each emit; kspark also
+    # keeps the observed stream time (the wall-clock throttle never moved from 0, so it wrote nothing)
+    assert ctx.processor_metadata == {"s": 10, "s:observed-stream-time": 16}
 
 
 def test_restored_emit_on_close_does_not_emit_closed_windows_again() -> None:

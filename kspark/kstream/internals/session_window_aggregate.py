@@ -5,6 +5,13 @@ session of its key that ends at or after ``t - gap`` and starts at or before
 ``t + gap``. Merged sessions are removed and forwarded as tombstones (in the
 store's order) before the merged session's new aggregate; every result is
 stamped with its session's end time.
+
+kspark addition: the processor's observed stream time lives in the task's
+processor metadata (``<store name>:observed-stream-time``, see
+:class:`~kspark.kstream.internals.window_aggregate.MetadataClock`). Kafka keeps it
+in memory and restarts it at -1, so a restarted task accepts records for
+sessions that had already closed; kspark keeps it so a restored task (on the
+Spark runner: any micro-batch) continues exactly as if it had not been restarted.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from kspark.kstream.internals.value_getters import (
     KTableValueGetter,
     KTableValueGetterSupplier,
 )
-from kspark.kstream.internals.window_aggregate import NO_TIMESTAMP, Aggregator, Initializer, record_dropped
+from kspark.kstream.internals.window_aggregate import Aggregator, Initializer, MetadataClock, record_dropped
 from kspark.kstream.windowed import SessionWindow, Windowed
 from kspark.kstream.windows import EmitStrategy, SessionWindows
 from kspark.processor.api import Processor, ProcessorContext, Record
@@ -95,7 +102,7 @@ class KStreamSessionWindowAggregate(KTableProcessorSupplier):
 class _SessionWindowAggregateProcessor(Processor[Any, Any]):
     def __init__(self, supplier: KStreamSessionWindowAggregate) -> None:
         self.s = supplier
-        self.observed_stream_time = NO_TIMESTAMP
+        self._observed_stream_time = MetadataClock(f"{supplier.store_name}:observed-stream-time")
         self.context: ProcessorContext = None  # type: ignore[assignment]
         self.store: Any = None
         self.tuple_forwarder: TimestampedTupleForwarder = None  # type: ignore[assignment]
@@ -103,6 +110,7 @@ class _SessionWindowAggregateProcessor(Processor[Any, Any]):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.store = context.get_state_store(self.s.store_name)
+        self._observed_stream_time.init(context)
         # with a caching store the cache forwards the updates (at the session end) when it flushes
         self.tuple_forwarder = TimestampedTupleForwarder(
             context, self.s.send_old_values, self.store, SessionCacheFlushListener(context)
@@ -114,8 +122,8 @@ class _SessionWindowAggregateProcessor(Processor[Any, Any]):
             return
         ts = record.timestamp
         gap = self.s.windows.inactivity_gap()
-        self.observed_stream_time = max(self.observed_stream_time, ts)
-        close_time = self.observed_stream_time - self.s.windows.grace_period_ms() - gap
+        observed_stream_time = self._observed_stream_time.advance(ts)
+        close_time = observed_stream_time - self.s.windows.grace_period_ms() - gap
         merged: list[tuple[Windowed[Any], Any]] = []
         new_window = SessionWindow(ts, ts)
         start, end = ts, ts
@@ -131,7 +139,7 @@ class _SessionWindowAggregateProcessor(Processor[Any, Any]):
             record_dropped(
                 self.context,
                 f"record for expired window: timestamp=[{ts}] window=[{start},{end}] "
-                f"expiration=[{close_time}] streamTime=[{self.observed_stream_time}]",
+                f"expiration=[{close_time}] streamTime=[{observed_stream_time}]",
             )
             return
         if merged_window != new_window:

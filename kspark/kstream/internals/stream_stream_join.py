@@ -12,8 +12,15 @@ Left/outer joins (Kafka 3.1+): an unmatched record is parked in a shared
 window closed (stream time > t + after/before + grace), throttled by the wall
 clock (``__emit.interval.ms.kstreams.outer.join.spurious.results.fix__``,
 default 1000 ms), as Kafka does. That store is change-logged
-(:mod:`kspark.kstream.internals.outer_join_buffer`); the shared time tracker
-is not, as in Kafka: a restarted task starts it afresh.
+(:mod:`kspark.kstream.internals.outer_join_buffer`).
+
+kspark addition: the shared time tracker (stream time, min time of the parked
+records, next wall-clock emit time) lives in the task's processor metadata
+under ``<this-side join name>:stream-time`` / ``:min-time`` /
+``:next-time-to-emit``. Kafka keeps it in memory and starts it afresh on
+restart (min time at Long.MAX_VALUE, which makes the first check scan the
+store); kspark keeps it so a restored task (on the Spark runner: any
+micro-batch) continues exactly as if it had not been restarted.
 
 A self-join (``s.join(s, ...)``) is an ordinary join whose two windowed nodes
 hang off the same parent, as Kafka builds it without the self-join
@@ -32,7 +39,12 @@ from kspark.kstream.internals.outer_join_buffer import (
     OuterJoinStoreBuilder,
     TimestampedKeyAndJoinSide,
 )
-from kspark.kstream.internals.window_aggregate import TimeTracker, emit_interval_ms, record_dropped
+from kspark.kstream.internals.window_aggregate import (
+    TimeTracker,
+    emit_interval_ms,
+    processor_metadata_for_key,
+    record_dropped,
+)
 from kspark.kstream.windows import JoinWindows
 from kspark.processor.api import Processor, ProcessorContext, Record
 
@@ -84,9 +96,13 @@ class PassThrough(Processor[Any, Any]):
 
 
 class TimeTrackerSupplier:
-    """One ``TimeTracker`` per task, shared by the two join processors of that task."""
+    """One ``TimeTracker`` per task, shared by the two join processors of that task.
 
-    def __init__(self) -> None:
+    ``name`` (unique in the topology) prefixes the processor-metadata keys the tracker is kept under.
+    """
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
         self._trackers: dict[str, TimeTracker] = {}
 
     def get(self, task_id: str) -> TimeTracker:
@@ -137,6 +153,8 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
         self.other_store: Any = None
         self.outer_store: Any = None
         self.tracker: TimeTracker = TimeTracker()
+        self._tracker_keys = ("", "", "")
+        self._write: Callable[[str, int], None] | None = None
 
     def init(self, context: ProcessorContext) -> None:
         self.context = context
@@ -145,6 +163,27 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
         if self.s.outer_join_store_name is not None:
             self.outer_store = context.get_state_store(self.s.outer_join_store_name)
         self.tracker.emit_interval_ms = emit_interval_ms(context, EMIT_INTERVAL_MS_OUTER_JOIN)
+        prefix = self.s.time_tracker_supplier.name
+        self._tracker_keys = (f"{prefix}:stream-time", f"{prefix}:min-time", f"{prefix}:next-time-to-emit")
+        self._write = getattr(context, "add_processor_metadata_key_value", None)
+        # both sides restore the same committed values into the shared tracker
+        stream_time, min_time, next_time_to_emit = (
+            processor_metadata_for_key(context, key) for key in self._tracker_keys
+        )
+        if stream_time is not None and min_time is not None and next_time_to_emit is not None:
+            self.tracker.stream_time = stream_time
+            self.tracker.min_time = min_time
+            self.tracker.next_time_to_emit = next_time_to_emit
+
+    def _save_tracker(self) -> None:
+        # written after every record (three dict sets): the tracker is shared, so an "unchanged"
+        # check on this side could miss the other side's updates
+        if self._write is not None:
+            tracker = self.tracker
+            stream_key, min_key, next_key = self._tracker_keys
+            self._write(stream_key, tracker.stream_time)
+            self._write(min_key, tracker.min_time)
+            self._write(next_key, tracker.next_time_to_emit)
 
     def close(self) -> None:
         if self.context is not None:
@@ -154,6 +193,12 @@ class _StreamStreamJoinProcessor(Processor[Any, Any]):
         return self.s.joiner(this_value, other_value)
 
     def process(self, record: Record[Any, Any]) -> None:
+        try:
+            self._process(record)
+        finally:
+            self._save_tracker()
+
+    def _process(self, record: Record[Any, Any]) -> None:
         ts = record.timestamp
         self.tracker.advance_stream_time(ts)
         if self.s.outer and record.key is None and record.value is not None:
@@ -415,7 +460,7 @@ def build_stream_stream_join(
             sj,
         )
 
-    trackers = TimeTrackerSupplier()
+    trackers = TimeTrackerSupplier(this_join_name)
     outer_name_or_none = outer_store.name if outer_store is not None else None
     this_join = StreamStreamJoinSide(
         left_side=True,

@@ -12,9 +12,14 @@ offset) of the latest update of that key. ``until_window_closes`` waits for
 the upstream windowed aggregation's grace period (plus the gap for session
 windows) and drops tombstones.
 
-The processor's observed stream time is not persisted: as in Kafka 4.0 it
-starts at -1 when the task (re)starts and follows the records processed
-since; the buffer contents are restored from the changelog.
+The buffer contents are restored from the changelog. kspark addition: the
+processor's observed stream time lives in the task's processor metadata
+(``<store name>:observed-stream-time``, see
+:class:`~kspark.kstream.internals.window_aggregate.MetadataClock`). Kafka 4.0
+keeps it in memory and restarts it at -1, so a restarted task holds back
+records its predecessor would have emitted; kspark keeps it so a restored task
+(on the Spark runner: any micro-batch) continues exactly as if it had not been
+restarted.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from kspark.kstream.internals.value_getters import (
     KTableValueGetter,
     KTableValueGetterSupplier,
 )
+from kspark.kstream.internals.window_aggregate import MetadataClock
 from kspark.kstream.suppressed import BufferFullStrategy, Suppressed, TimeDefinition
 from kspark.processor.api import Processor, ProcessorContext, Record
 from kspark.processor.internals.records import ProcessorRecordContext
@@ -110,7 +116,7 @@ class _KTableSuppressProcessor(Processor[Any, Any]):
         self.window_end_time = s.suppressed.time_definition() is TimeDefinition.WINDOW_END_TIME
         self.safe_to_drop_tombstones = s.suppressed.safe_to_drop_tombstones()
         self.store_name = s.store_name
-        self.observed_stream_time = -1
+        self._observed_stream_time = MetadataClock(f"{s.store_name}:observed-stream-time")
         self.context: ProcessorContext = None  # type: ignore[assignment]
         self.buffer: _Buffer = None  # type: ignore[assignment]
         self.node_name = s.suppressed.name or s.store_name
@@ -118,9 +124,10 @@ class _KTableSuppressProcessor(Processor[Any, Any]):
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.buffer = context.get_state_store(self.store_name)  # type: ignore[assignment]
+        self._observed_stream_time.init(context)
 
     def process(self, record: Record[Any, Any]) -> None:
-        self.observed_stream_time = max(self.observed_stream_time, record.timestamp)
+        self._observed_stream_time.advance(record.timestamp)
         buffer_time = record.key.window.end if self.window_end_time else record.timestamp
         self.buffer.put(buffer_time, record, _record_context(self.context, record))
         self._enforce_constraints()
@@ -129,7 +136,7 @@ class _KTableSuppressProcessor(Processor[Any, Any]):
         return self.buffer.num_records() > self.max_records or self.buffer.buffer_size() > self.max_bytes
 
     def _enforce_constraints(self) -> None:
-        expiry = self.observed_stream_time - self.wait_ms
+        expiry = self._observed_stream_time.value - self.wait_ms
         self.buffer.evict_while(lambda: self.buffer.min_timestamp() <= expiry, self._emit)
         if self._over_capacity():
             if self.full_strategy is BufferFullStrategy.EMIT:

@@ -15,6 +15,16 @@ value)`` / ``processor_metadata_for_key(key)`` when the engine provides them.
 Without them (or with nothing committed) a restarted task starts from "never
 emitted" and emits again the closed windows its store still holds, which is
 also what Kafka does when the metadata is missing.
+
+kspark addition: the observed stream time (and the emit throttle's next wall-clock
+emit time) live in the processor metadata too, under
+``<store name>:observed-stream-time`` / ``<store name>:next-time-to-emit``
+(:class:`MetadataClock`). Kafka keeps them in memory only and restarts them at
+-1, so a restarted Kafka task accepts records its predecessor would have dropped
+as late. The Spark runner restores a task whenever it lands on another Python
+worker, as often as every micro-batch, so kspark keeps them: a restored task
+continues exactly as if it had not been restarted, and results do not depend
+on how the input was cut into micro-batches.
 """
 
 from __future__ import annotations
@@ -39,11 +49,13 @@ __all__ = [
     "EMIT_INTERVAL_MS_WINDOWED_AGGREGATION",
     "NO_TIMESTAMP",
     "TimeTracker",
+    "MetadataClock",
     "AbstractTimeWindowAggregateProcessor",
     "KStreamWindowAggregate",
     "WindowedValueGetterSupplier",
     "record_dropped",
     "emit_interval_ms",
+    "processor_metadata_for_key",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,13 +83,47 @@ def emit_interval_ms(context: ProcessorContext, key: str) -> int:
     return int(value)
 
 
-def _processor_metadata_for_key(context: ProcessorContext, key: str) -> int | None:
+def processor_metadata_for_key(context: ProcessorContext, key: str) -> int | None:
     """The committed processor-metadata value of ``key``, if the engine keeps processor metadata."""
     read = getattr(context, "processor_metadata_for_key", None)
     if read is None:
         return None
     value = read(key)
     return None if value is None else int(value)
+
+
+class MetadataClock:
+    """A time a processor keeps in the task's processor metadata under ``key`` (a kspark addition).
+
+    ``init`` reads the committed value back (else keeps ``initial``); every change is written
+    at once, since the engine commits the metadata with the task and a restore may follow
+    any commit. Without processor metadata in the engine it is a plain in-memory value.
+    """
+
+    __slots__ = ("_write", "key", "value")
+
+    def __init__(self, key: str, initial: int = NO_TIMESTAMP) -> None:
+        self.key = key
+        self.value = initial
+        self._write: Callable[[str, int], None] | None = None
+
+    def init(self, context: ProcessorContext) -> None:
+        self._write = getattr(context, "add_processor_metadata_key_value", None)
+        restored = processor_metadata_for_key(context, self.key)
+        if restored is not None:
+            self.value = restored
+
+    def set(self, value: int) -> None:
+        if value != self.value:
+            self.value = value
+            if self._write is not None:
+                self._write(self.key, value)
+
+    def advance(self, timestamp: int) -> int:
+        """Move forward to ``timestamp`` if it is later; returns the (new) value."""
+        if timestamp > self.value:
+            self.set(timestamp)
+        return self.value
 
 
 class TimeTracker:
@@ -110,7 +156,8 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
         self.send_old_values = send_old_values
         self.time_tracker = TimeTracker()
         self.last_emit_window_close_time = NO_TIMESTAMP
-        self.observed_stream_time = NO_TIMESTAMP
+        self._observed_stream_time = MetadataClock(f"{store_name}:observed-stream-time")
+        self._next_time_to_emit = MetadataClock(f"{store_name}:next-time-to-emit", 0)
         self.context: ProcessorContext = None  # type: ignore[assignment]
         self.window_store: Any = None
         self.tuple_forwarder: TimestampedTupleForwarder = None  # type: ignore[assignment]
@@ -119,13 +166,20 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
     def emit_on_close(self) -> bool:
         return self.emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_CLOSE
 
+    @property
+    def observed_stream_time(self) -> int:
+        return self._observed_stream_time.value
+
     def init(self, context: ProcessorContext) -> None:
         self.context = context
         self.window_store = context.get_state_store(self.store_name)
+        self._observed_stream_time.init(context)
         if self.emit_on_close:
-            restored = _processor_metadata_for_key(context, self.store_name)
+            restored = processor_metadata_for_key(context, self.store_name)
             if restored is not None:
                 self.last_emit_window_close_time = restored
+            self._next_time_to_emit.init(context)
+            self.time_tracker.next_time_to_emit = self._next_time_to_emit.value
             self.time_tracker.emit_interval_ms = emit_interval_ms(
                 context, EMIT_INTERVAL_MS_WINDOWED_AGGREGATION
             )
@@ -135,7 +189,7 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
             self.tuple_forwarder = TimestampedTupleForwarder(context, self.send_old_values, self.window_store)
 
     def update_observed_stream_time(self, timestamp: int) -> None:
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        self._observed_stream_time.advance(timestamp)
 
     def log_skipped_expired(self, timestamp: int, window_close_time: int, window: str) -> None:
         record_dropped(
@@ -178,6 +232,7 @@ class AbstractTimeWindowAggregateProcessor(Processor[Any, Any]):
         # re-sync with the wall clock so a clock jump cannot trigger an emit per record
         self.time_tracker.next_time_to_emit = now
         self.time_tracker.advance_next_time_to_emit()
+        self._next_time_to_emit.set(self.time_tracker.next_time_to_emit)
         return (
             self.last_emit_window_close_time == NO_TIMESTAMP
             or self.last_emit_window_close_time < window_close_time
