@@ -23,7 +23,7 @@ from kspark.config import StreamsConfig
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
 
-__all__ = ["Input", "Run", "run_split", "run_once"]
+__all__ = ["Input", "Run", "run_split", "run_once", "run_sliced"]
 
 APP = "restore-test"
 
@@ -69,7 +69,11 @@ class Run:
             self._capture()
 
 
-def _new_run(topology_factory: Callable[[], Any], config: Mapping[str, Any]) -> Run:
+def _new_run(
+    topology_factory: Callable[[], Any],
+    config: Mapping[str, Any],
+    processor_metadata: Mapping[str, int] | None = None,
+) -> Run:
     builder = topology_factory().internal_builder
     builder.set_application_id(APP)
     topology = builder.build_topology()
@@ -78,15 +82,14 @@ def _new_run(topology_factory: Callable[[], Any], config: Mapping[str, Any]) -> 
         topology,
         StreamsConfig({"application.id": APP, "bootstrap.servers": "dummy:1234", **config}),
         partitions_for=lambda topic: 1,
+        processor_metadata=processor_metadata,
     )
     task.initialize()
     changelogs = {topic: store for store, topic in topology.store_to_changelog_topic.items()}
     return Run(task, changelogs)
 
 
-def run_once(
-    topology_factory: Callable[[], Any], config: Mapping[str, Any], inputs: list[Input]
-) -> Run:
+def run_once(topology_factory: Callable[[], Any], config: Mapping[str, Any], inputs: list[Input]) -> Run:
     run = _new_run(topology_factory, config)
     for record in inputs:
         run.pipe(record)
@@ -134,14 +137,57 @@ def run_split(
         restore([(r.key, r.value, r.timestamp) for r in chosen])
     second.task.partition_group.stream_time = first.task.stream_time()
     second.offsets = dict(first.offsets)
-    for record in inputs[split:]:
-        second.pipe(record)
+    for remaining in inputs[split:]:
+        second.pipe(remaining)
     return whole.outputs, first.outputs + second.outputs, first
 
 
-def decoded(records: list[OutputRecord], key: Callable[[bytes], Any], value: Callable[[bytes], Any]) -> list[
-    tuple[Any, Any, int]
-]:
+def run_sliced(
+    topology_factory: Callable[[], Any],
+    config: Mapping[str, Any],
+    inputs: list[Input],
+    cuts: list[int],
+    shuffle: Callable[[list[OutputRecord]], None],
+) -> list[OutputRecord]:
+    """Outputs of a run that ends after each cut and goes on in a task rebuilt from scratch.
+
+    As the Spark runner does for a task that lands on another Python worker: after each slice
+    the task commits, and a new task gets the old one's processor metadata, every store restored
+    from the latest changelog record per key of the whole history so far (tombstones dropped,
+    in the order ``shuffle`` leaves them: a MapState keeps none) and the old stream time.
+    """
+    if sorted(set(cuts)) != cuts or any(c <= 0 or c >= len(inputs) for c in cuts):
+        raise ValueError(f"cuts must be increasing record indexes inside the input, got {cuts}")
+    outputs: list[OutputRecord] = []
+    history: dict[str, dict[bytes | None, OutputRecord]] = {}
+    run = _new_run(topology_factory, config)
+    for start, end in zip([0, *cuts], [*cuts, len(inputs)], strict=True):
+        if start > 0:
+            previous = run
+            previous.task.close()
+            run = _new_run(topology_factory, config, previous.task.processor_metadata)
+            callbacks = run.task.context.restore_callbacks
+            for store, latest in history.items():
+                restore = callbacks.get(store)
+                assert restore is not None, f"store {store} logs changes but registered no restore callback"
+                chosen = [r for r in latest.values() if r.value is not None]
+                shuffle(chosen)
+                restore([(r.key, r.value, r.timestamp) for r in chosen])
+            run.task.partition_group.stream_time = previous.task.stream_time()
+            run.offsets = dict(previous.offsets)
+        for record in inputs[start:end]:
+            run.pipe(record)
+        run.task.commit()
+        run._capture()
+        outputs.extend(run.outputs)
+        for change in run.changelog:
+            history.setdefault(run.changelog_topics[change.topic], {})[change.key] = change
+    return outputs
+
+
+def decoded(
+    records: list[OutputRecord], key: Callable[[bytes], Any], value: Callable[[bytes], Any]
+) -> list[tuple[Any, Any, int]]:
     return [
         (
             None if r.key is None else key(r.key),
