@@ -26,6 +26,7 @@ from kspark import (
     EmitStrategy,
     Grouped,
     JoinWindows,
+    Materialized,
     Produced,
     SessionWindows,
     SlidingWindows,
@@ -67,13 +68,33 @@ def _count(windowing: Callable[[Any], Any], suppress: bool = False, on_close: bo
     return factory
 
 
+def _time_limited_count(wait: int, max_records: int) -> Factory:
+    def factory() -> Any:
+        b = StreamsBuilder()
+        (
+            b.stream("in", Consumed.with_(STR, STR))
+            .group_by_key(Grouped.with_(STR, STR))
+            .count(Materialized.with_(STR, LONG))
+            .suppress(
+                Suppressed.until_time_limit(
+                    wait, BufferConfig.max_records(max_records).emit_early_when_full()
+                )
+            )
+            .to_stream()
+            .to("out", Produced.with_(STR, LONG))
+        )
+        return b.build()
+
+    return factory
+
+
 def _join(join_type: str, before: int, after: int, grace: int) -> Factory:
     def factory() -> Any:
         b = StreamsBuilder()
         left = b.stream("left", Consumed.with_(STR, STR))
         right = b.stream("right", Consumed.with_(STR, STR))
         windows = JoinWindows.of_time_difference_and_grace(0, grace).before(before).after(after)
-        join = left.left_join if join_type == "left" else left.outer_join
+        join = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[join_type]
         join(right, lambda a, c: f"{a}+{c}", windows).to("out", Produced.with_(STR, STR))
         return b.build()
 
@@ -86,7 +107,10 @@ _graces = st.integers(0, 15)
 
 @st.composite
 def _topologies(draw: st.DrawFn) -> tuple[str, Factory]:
-    kinds = ["time", "sliding", "session", "on_close", "sliding_on_close", "suppress", "left", "outer"]
+    kinds = [
+        "time", "sliding", "session", "on_close", "sliding_on_close", "suppress", "session_suppress",
+        "time_limit", "inner", "left", "outer",
+    ]  # fmt: skip
     kind = draw(st.sampled_from(kinds))
     grace = draw(_graces)
     if kind in ("time", "on_close", "suppress"):
@@ -104,10 +128,14 @@ def _topologies(draw: st.DrawFn) -> tuple[str, Factory]:
         return f"{kind} diff={diff} grace={grace}", _count(
             lambda g: g.windowed_by(sliding), on_close=on_close
         )
-    if kind == "session":
+    if kind in ("session", "session_suppress"):
         gap = draw(_sizes)
         sessions = SessionWindows.of_inactivity_gap_and_grace(gap, grace)
-        return f"session gap={gap} grace={grace}", _count(lambda g: g.windowed_by(sessions))
+        suppress = kind == "session_suppress"
+        return f"{kind} gap={gap} grace={grace}", _count(lambda g: g.windowed_by(sessions), suppress)
+    if kind == "time_limit":
+        wait, records = draw(st.integers(0, 20)), draw(st.integers(1, 3))
+        return f"time_limit wait={wait} max_records={records}", _time_limited_count(wait, records)
     before, after = draw(st.integers(0, 10)), draw(st.integers(0, 10))
     return f"{kind} join before={before} after={after} grace={grace}", _join(kind, before, after, grace)
 
