@@ -53,9 +53,20 @@ def kstreams_classpath() -> str:
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
         try:
             proc = subprocess.run(
-                [_javac(), "-nowarn", "--release", "17", "-cp", os.pathsep.join(map(str, jars)),
-                 "-d", str(tmp / "classes"), *map(str, sources)],
-                capture_output=True, text=True, check=False,
+                [
+                    _javac(),
+                    "-nowarn",
+                    "--release",
+                    "17",
+                    "-cp",
+                    os.pathsep.join(map(str, jars)),
+                    "-d",
+                    str(tmp / "classes"),
+                    *map(str, sources),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if proc.returncode != 0:
                 raise RuntimeError(f"javac failed on the Kafka Streams benchmark:\n{proc.stderr[-4000:]}")
@@ -77,10 +88,21 @@ def kafka_tools_classpath() -> str:
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
         try:
             proc = subprocess.run(
-                [str(find_maven()), "-q", "-B", "-f", str(_JVM / "kafka-tools" / "pom.xml"),
-                 f"-Dmaven.repo.local={kspark_home() / 'm2'}", "dependency:copy-dependencies",
-                 "-DincludeScope=runtime", f"-DoutputDirectory={tmp}"],
-                capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+                [
+                    str(find_maven()),
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(_JVM / "kafka-tools" / "pom.xml"),
+                    f"-Dmaven.repo.local={kspark_home() / 'm2'}",
+                    "dependency:copy-dependencies",
+                    "-DincludeScope=runtime",
+                    f"-DoutputDirectory={tmp}",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                stdin=subprocess.DEVNULL,
             )
             if proc.returncode != 0:
                 raise RuntimeError(f"Maven could not resolve kafka-tools 4.1.1:\n{proc.stdout[-4000:]}")

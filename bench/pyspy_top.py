@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> None:
     inclusive: Counter[str] = Counter()
     self_: Counter[str] = Counter()
     total = 0
-    for line in open(args.path):
+    with open(args.path) as fh:
+        lines = fh.readlines()
+    for line in lines:
         stack, _, n = line.rstrip().rpartition(" ")
         if not stack or (args.grep and args.grep not in stack):
             continue

@@ -21,6 +21,7 @@ system's process tree, sampled every 0.5 s. See docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -54,18 +55,31 @@ class System:
     count_format: dict[str, str]
     workloads: tuple[str, ...]
     instances: Callable[[dict[str, Any]], int] = lambda spec: 1
-    settings: str = ""
 
 
-def _py(module: str, python: Callable[[argparse.Namespace], str]) -> Callable[[dict[str, Any], argparse.Namespace], list[str]]:
+def _py(
+    module: str, python: Callable[[argparse.Namespace], str]
+) -> Callable[[dict[str, Any], argparse.Namespace], list[str]]:
     return lambda spec, args: [python(args), "-m", module, json.dumps(spec)]
 
 
 def _kstreams(spec: dict[str, Any], _args: argparse.Namespace) -> list[str]:
     return [
-        jvm.java(), "-Xmx1g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", jvm.kstreams_classpath(),
-        "io.kspark.bench.KStreamsBench", spec["workload"], spec["bootstrap"], spec["input"], spec["output"],
-        spec["app_id"], spec["state_dir"], str(spec["partitions"]), str(spec["commit_ms"]), spec.get("table") or "",
+        jvm.java(),
+        "-Xmx1g",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        jvm.kstreams_classpath(),
+        "io.kspark.bench.KStreamsBench",
+        spec["workload"],
+        spec["bootstrap"],
+        spec["input"],
+        spec["output"],
+        spec["app_id"],
+        spec["state_dir"],
+        str(spec["partitions"]),
+        str(spec["commit_ms"]),
+        spec.get("table") or "",
     ]
 
 
@@ -73,28 +87,36 @@ SYSTEMS: dict[str, System] = {
     s.name: s
     for s in (
         System(
-            "kspark", _py("bench.systems.kspark_app", lambda a: a.python), {"W2": "long", "W3": "long"},
+            "kspark",
+            _py("bench.systems.kspark_app", lambda a: a.python),
+            {"W2": "long", "W3": "long"},
             ("W1", "W2", "W3", "W4"),
-            settings="KafkaStreams.start(), kspark defaults, spark.master=local[2], commit.interval.ms=trigger",
         ),
         System(
-            "pyspark", _py("bench.systems.pyspark_app", lambda a: a.python), {"W2": "str", "W3": "str"},
+            "pyspark",
+            _py("bench.systems.pyspark_app", lambda a: a.python),
+            {"W2": "str", "W3": "str"},
             ("W1", "W2", "W3", "W4"),
-            settings="Kafka source/sink, DataFrame ops, local[2], shuffle.partitions=2, update mode, HDFS state store",
         ),
         System(
-            "quix", _py("bench.systems.quix_app", lambda a: a.peers_python), {"W2": "json", "W3": "jsonc"},
-            ("W1", "W2", "W3", "W4"), instances=lambda spec: int(spec["partitions"]),
-            settings="quixstreams 3.28.1, 2 processes in one group, RocksDB state, commit_interval=trigger",
-        ),
-        System(
-            "faust", _py("bench.systems.faust_app", lambda a: a.peers_python), {"W2": "json"}, ("W1", "W2"),
+            "quix",
+            _py("bench.systems.quix_app", lambda a: a.peers_python),
+            {"W2": "json", "W3": "jsonc"},
+            ("W1", "W2", "W3", "W4"),
             instances=lambda spec: int(spec["partitions"]),
-            settings="faust-streaming 0.15.3, 2 worker processes, in-memory tables, broker_commit_interval=trigger",
         ),
         System(
-            "kstreams", _kstreams, {"W2": "long", "W3": "long"}, ("W1", "W2", "W3", "W4"),
-            settings="Kafka Streams 4.1.1, num.stream.threads=2, defaults (RocksDB, 10 MB cache), commit.interval.ms",
+            "faust",
+            _py("bench.systems.faust_app", lambda a: a.peers_python),
+            {"W2": "json"},
+            ("W1", "W2"),
+            instances=lambda spec: int(spec["partitions"]),
+        ),
+        System(
+            "kstreams",
+            _kstreams,
+            {"W2": "long", "W3": "long"},
+            ("W1", "W2", "W3", "W4"),
         ),
     )
 }
@@ -117,6 +139,7 @@ class RunResult:
 
 
 # ---------------------------------------------------------------- input
+
 
 def preload(kafka: LocalKafka, topic: str, n: int, partitions: int) -> float:
     """Write the n input events; returns records/s of the load (not a benchmark number)."""
@@ -147,7 +170,9 @@ def preload(kafka: LocalKafka, topic: str, n: int, partitions: int) -> float:
 
 def preload_table(kafka: LocalKafka, topic: str, partitions: int) -> None:
     kafka.create_topic(topic, partitions)
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20, "partitioner": "murmur2_random"})
+    producer = Producer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20, "partitioner": "murmur2_random"}
+    )
     for key, value, ts in users():
         producer.produce(topic, key=key.encode(), value=value, timestamp=ts)
     producer.flush(60)
@@ -155,9 +180,11 @@ def preload_table(kafka: LocalKafka, topic: str, partitions: int) -> None:
 
 # ---------------------------------------------------------------- measuring
 
-def _tree_rss_mb(roots: list[int]) -> float:
+
+def _tree_usage(roots: list[int]) -> tuple[float, float]:
+    """(summed RSS in MB, summed CPU seconds) of the process trees under ``roots``."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    usage: dict[int, tuple[int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -166,15 +193,21 @@ def _tree_rss_mb(roots: list[int]) -> float:
                 stat = fh.read()
             fields = stat[stat.rindex(")") + 2 :].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
-            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            usage[int(entry)] = (int(fields[21]) * _PAGE, int(fields[11]) + int(fields[12]))
         except (OSError, ValueError, IndexError):
             continue
-    total, todo = 0, list(roots)
+    rss = ticks = 0
+    todo = list(roots)
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        r, t = usage.get(pid, (0, 0))
+        rss, ticks = rss + r, ticks + t
         todo.extend(children.get(pid, []))
-    return total / 2**20
+    return rss / 2**20, ticks / _TICKS
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class _OutputWatcher:
@@ -200,14 +233,16 @@ class _OutputWatcher:
         return sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions)
 
     def drain(self) -> None:
-        target = {tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions}
+        target = {
+            tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions
+        }
         while any(self.position[p] < target[p] for p in target):
             for msg in self.consumer.consume(num_messages=100_000, timeout=1.0):
                 if msg.error():
                     continue
                 self.checker.add(msg.key(), msg.value())
-                self.position[msg.partition()] = msg.offset() + 1
-                ts_type, ts = msg.timestamp()
+                self.position[int(msg.partition() or 0)] = int(msg.offset() or 0) + 1
+                _ts_type, ts = msg.timestamp()
                 if ts > self.last_append_ms:
                     self.last_append_ms = ts
 
@@ -216,7 +251,12 @@ class _OutputWatcher:
 
 
 def run_system(
-    kafka: LocalKafka, system: System, workload: str, n: int, input_topic: str, args: argparse.Namespace,
+    kafka: LocalKafka,
+    system: System,
+    workload: str,
+    n: int,
+    input_topic: str,
+    args: argparse.Namespace,
     table_topic: str | None = None,
 ) -> RunResult:
     result = RunResult(system.name, workload, n)
@@ -225,9 +265,15 @@ def run_system(
     kafka.create_topic(output, args.partitions, {"message.timestamp.type": "LogAppendTime"})
     state_dir = tempfile.mkdtemp(prefix=f"bench-{run_id}-")
     spec = {
-        "workload": workload, "bootstrap": kafka.bootstrap_servers, "input": input_topic, "output": output,
-        "table": table_topic, "app_id": f"bench-{run_id}", "state_dir": state_dir,
-        "commit_ms": args.commit_ms, "partitions": args.partitions,
+        "workload": workload,
+        "bootstrap": kafka.bootstrap_servers,
+        "input": input_topic,
+        "output": output,
+        "table": table_topic,
+        "app_id": f"bench-{run_id}",
+        "state_dir": state_dir,
+        "commit_ms": args.commit_ms,
+        "partitions": args.partitions,
         "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
     }
     paths = [args.kspark_src, str(REPO)] if args.kspark_src else [str(REPO)]
@@ -238,19 +284,30 @@ def run_system(
     logs.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[str]] = []
     peak = [0.0]
+    cpu = [(time.monotonic(), 0.0)]  # (when, CPU seconds of the tree): when the tree last did work
     stop_sampling = threading.Event()
 
     def sample() -> None:
         while not stop_sampling.wait(0.5):
-            peak[0] = max(peak[0], _tree_rss_mb([p.pid for p in procs]))
+            rss, seconds = _tree_usage([p.pid for p in procs])
+            peak[0] = max(peak[0], rss)
+            # "Busy" = more than 5% of one core since the last busy mark.
+            if seconds - cpu[-1][1] > 0.05 * (time.monotonic() - cpu[-1][0]) + 0.2:
+                cpu.append((time.monotonic(), seconds))
 
     launched = time.time()
+    stack = contextlib.ExitStack()
     try:
         for i in range(system.instances(spec)):
             procs.append(
                 subprocess.Popen(
-                    system.command(spec, args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=open(logs / f"stderr-{i}.log", "w"), text=True, env=env, cwd=REPO,
+                    system.command(spec, args),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stack.enter_context(open(logs / f"stderr-{i}.log", "w")),  # noqa: SIM115
+                    text=True,
+                    env=env,
+                    cwd=REPO,
                     start_new_session=True,
                 )
             )
@@ -258,9 +315,22 @@ def run_system(
         if args.py_spy and system.name in args.py_spy.split(","):
             spies = [
                 subprocess.Popen(
-                    [args.py_spy_bin, "record", "--pid", str(p.pid), "--subprocesses", "--rate", "50",
-                     "--format", "raw", "--output", str(logs / f"py-spy-{i}.txt"), "--nonblocking"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    [
+                        args.py_spy_bin,
+                        "record",
+                        "--pid",
+                        str(p.pid),
+                        "--subprocesses",
+                        "--rate",
+                        "50",
+                        "--format",
+                        "raw",
+                        "--output",
+                        str(logs / f"py-spy-{i}.txt"),
+                        "--nonblocking",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                 )
                 for i, p in enumerate(procs)
             ]
@@ -274,12 +344,17 @@ def run_system(
                 result.verdict = f"process exited with {dead[0].returncode} before finishing (see {logs})"
                 break
             high = watcher.high()
-            # Read only while the output is quiet, so the check competes as little as possible with the system.
+            # Read only while the output is quiet: the check then competes little with the system.
             if high == last_high and high > sum(watcher.position.values()):
                 watcher.drain()
                 if checker.complete():
                     break
             last_high = high
+            if time.monotonic() - cpu[-1][0] > args.idle and not checker.complete():
+                watcher.drain()
+                if not checker.complete():
+                    result.verdict = f"idle for {args.idle:.0f} s with the output incomplete"
+                    break
         else:
             result.verdict = f"timed out after {args.timeout} s"
         watcher.drain()
@@ -304,16 +379,19 @@ def run_system(
                 if line.startswith("RESULT "):
                     reports.append(json.loads(line[7:]))
         watcher.close()
+        stack.close()
         shutil.rmtree(state_dir, ignore_errors=True)
     result.peak_rss_mb = round(peak[0])
     result.output_records = checker.records
     result.duplicates = checker.duplicates
     firsts = [r["first_input_ms"] for r in reports if r.get("first_input_ms")]
     result.extra.update({k: v for r in reports for k, v in r.items() if k != "first_input_ms"})
+    verdict = checker.verdict()
     if not result.verdict:
-        verdict = checker.verdict()
         result.verdict = verdict or "ok"
         result.ok = verdict is None
+    elif verdict:
+        result.verdict += f": {verdict}"
     if result.ok and firsts and watcher.last_append_ms:
         result.seconds = (watcher.last_append_ms - min(firsts)) / 1000
         result.wall_seconds = watcher.last_append_ms / 1000 - launched
@@ -326,6 +404,7 @@ def run_system(
 
 # ---------------------------------------------------------------- perf tools
 
+
 def broker_limits(kafka: LocalKafka, n: int, partitions: int, input_topic: str) -> dict[str, float]:
     """Kafka's own perf tools: raw produce rate, raw consume rate, and both at once (a pipe's limit)."""
     cp = jvm.kafka_tools_classpath()
@@ -334,17 +413,47 @@ def broker_limits(kafka: LocalKafka, n: int, partitions: int, input_topic: str) 
 
     def producer(topic: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [*base, "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(n),
-             "--record-size", "100", "--throughput", "-1", "--producer-props", f"bootstrap.servers={bs}",
-             "acks=1", "linger.ms=5", "batch.size=262144"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            [
+                *base,
+                "org.apache.kafka.tools.ProducerPerformance",
+                "--topic",
+                topic,
+                "--num-records",
+                str(n),
+                "--record-size",
+                "100",
+                "--throughput",
+                "-1",
+                "--producer-props",
+                f"bootstrap.servers={bs}",
+                "acks=1",
+                "linger.ms=5",
+                "batch.size=262144",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
 
     def consumer(topic: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [*base, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bs, "--topic", topic,
-             "--messages", str(n), "--timeout", "60000", "--group", f"perf-{uuid.uuid4().hex[:6]}"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            [
+                *base,
+                "org.apache.kafka.tools.ConsumerPerformance",
+                "--bootstrap-server",
+                bs,
+                "--topic",
+                topic,
+                "--messages",
+                str(n),
+                "--timeout",
+                "60000",
+                "--group",
+                f"perf-{uuid.uuid4().hex[:6]}",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
 
     def producer_rate(out: str) -> float:
@@ -376,12 +485,15 @@ def broker_limits(kafka: LocalKafka, n: int, partitions: int, input_topic: str) 
 def export_kspark(rev: str) -> str:
     """``kspark/`` at ``rev`` in a temp dir, put first on the systems' PYTHONPATH."""
     out = tempfile.mkdtemp(prefix="kspark-bench-src-")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "kspark"], capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", rev, "kspark"], capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", out], input=archive.stdout, check=True)
     return out
 
 
 # ---------------------------------------------------------------- report
+
 
 def _fmt_rate(r: RunResult) -> str:
     return f"{r.rate:,.0f}" if r.ok and r.rate else "FAILED" if not r.ok else "n/a"
@@ -389,7 +501,8 @@ def _fmt_rate(r: RunResult) -> str:
 
 def table(results: list[RunResult], systems: list[str]) -> str:
     lines = [
-        "| workload | system | input rec/s | kspark ÷ system | seconds | wall s (incl. start) | peak RSS MB | output records | check |",
+        "| workload | system | input rec/s | kspark ÷ system | seconds | wall s (incl. start) "
+        "| peak RSS MB | output records | check |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for w in sorted({r.workload for r in results}):
@@ -399,7 +512,8 @@ def table(results: list[RunResult], systems: list[str]) -> str:
                 ratio = f"{ks.rate / r.rate:.2f}x" if ks and ks.rate and r.ok and r.rate else "-"
                 lines.append(
                     f"| {w} | {s} | {_fmt_rate(r)} | {ratio} | {r.seconds or '-'} | "
-                    f"{round(r.wall_seconds, 1) if r.wall_seconds else '-'} | {r.peak_rss_mb} | {r.output_records:,} | "
+                    f"{round(r.wall_seconds, 1) if r.wall_seconds else '-'} | {r.peak_rss_mb} | "
+                    f"{r.output_records:,} | "
                     f"{r.verdict[:120]} |"
                 )
     return "\n".join(lines)
@@ -413,17 +527,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=2, help="input partitions = cores = threads/processes")
     ap.add_argument("--commit-ms", type=int, default=1000, help="commit / trigger interval of every system")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    ap.add_argument(
+        "--idle",
+        type=float,
+        default=45.0,
+        help="stop a run whose processes stay idle this long with the output incomplete",
+    )
     ap.add_argument("--perf", action="store_true", help="also run Kafka's perf tools (the broker's limit)")
     ap.add_argument("--python", default=sys.executable, help="interpreter with kspark and pyspark")
     ap.add_argument("--peers-python", default=PEERS_PYTHON, help="interpreter with quixstreams and faust")
     ap.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "kspark-bench-logs"))
     ap.add_argument("--json", help="also write the results as JSON here")
-    ap.add_argument("--kspark-conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra kspark config, e.g. spark.kspark.maxOffsetsPerTrigger=20000 (repeatable)")
-    ap.add_argument("--py-spy", default="", help="comma-separated systems to profile with py-spy (all their processes)")
+    ap.add_argument(
+        "--kspark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra kspark config, e.g. spark.kspark.maxOffsetsPerTrigger=20000 (repeatable)",
+    )
+    ap.add_argument(
+        "--py-spy", default="", help="comma-separated systems to profile with py-spy (all their processes)"
+    )
     ap.add_argument("--py-spy-bin", default=str(Path(sys.executable).parent / "py-spy"))
     ap.add_argument(
-        "--kspark-rev", default="HEAD",
+        "--kspark-rev",
+        default="HEAD",
         help="git revision of kspark/ the systems run (exported to a temp dir: the shared working tree may "
         "hold someone's unfinished edits); 'worktree' runs the working tree as it is",
     )
@@ -452,7 +580,10 @@ def main(argv: list[str] | None = None) -> int:
             preload_table(kafka, table_topic, args.partitions)
         limits = broker_limits(kafka, args.records, args.partitions, input_topic) if args.perf else None
         if limits:
-            print("broker limit (Kafka perf tools, rec/s): " + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items()))
+            print(
+                "broker limit (Kafka perf tools, rec/s): "
+                + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items())
+            )
         for w in workloads:
             for s in systems:
                 system = SYSTEMS[s]
@@ -474,7 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results, systems))
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"args": vars(args), "limits": limits, "results": [r.__dict__ for r in results]}, indent=1)
+            json.dumps(
+                {"args": vars(args), "limits": limits, "results": [r.__dict__ for r in results]}, indent=1
+            )
         )
     return 0 if all(r.ok for r in results) else 1
 

@@ -67,7 +67,9 @@ def events(n: int) -> Iterator[Event]:
 
 
 def event_value(e: Event) -> bytes:
-    return json.dumps({"id": e.id, "user": e.key, "amount": e.amount, "ts": e.ts}, separators=(",", ":")).encode()
+    return json.dumps(
+        {"id": e.id, "user": e.key, "amount": e.amount, "ts": e.ts}, separators=(",", ":")
+    ).encode()
 
 
 def users() -> Iterator[tuple[str, bytes, int]]:
@@ -92,7 +94,11 @@ def expected(workload: str, n: int) -> Any:
 
 
 def decode_count(value: bytes, fmt: str) -> int:
-    """A count as a system writes it: ``long`` (8-byte big-endian, Kafka's LongSerializer), ``json``, ``str``."""
+    """A count as a system writes it.
+
+    ``long``: 8-byte big-endian (Kafka's LongSerializer); ``json``: a JSON number;
+    ``jsonc``: field ``c`` of a JSON object; ``str``: decimal text.
+    """
     if fmt == "long":
         if len(value) != 8:
             raise ValueError(f"a Long count must be 8 bytes, got {len(value)}: {value!r}")
@@ -136,7 +142,7 @@ class Checker:
     def complete(self) -> bool:
         if self.workload in ("W1", "W4"):
             return len(self.by_id) >= len(self.want)
-        return self.last == self.want
+        return bool(self.last == self.want)
 
     def verdict(self) -> str | None:
         """None when the output equals the expected result; else what differs."""
@@ -149,7 +155,9 @@ class Checker:
         extra = [k for k in got if k not in self.want]
         wrong = [k for k in self.want if k in got and got[k] != self.want[k]]
         sample = wrong[:1]
-        detail = f"; e.g. {sample[0]!r}: got {got[sample[0]]!r}, want {self.want[sample[0]]!r}" if sample else ""
+        detail = (
+            f"; e.g. {sample[0]!r}: got {got[sample[0]]!r}, want {self.want[sample[0]]!r}" if sample else ""
+        )
         return (
             f"{len(missing)} missing (e.g. {missing[:3]}), {len(extra)} unexpected (e.g. {extra[:3]}), "
             f"{len(wrong)} wrong{detail}"

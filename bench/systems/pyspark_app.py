@@ -67,7 +67,11 @@ def main() -> None:
         out = ev.where(F.col("v.amount") >= 50).select(
             F.col("key"),
             F.to_json(
-                F.struct(F.col("v.id").alias("id"), F.col("v.user").alias("user"), (F.col("v.amount") * 2).alias("score"))
+                F.struct(
+                    F.col("v.id").alias("id"),
+                    F.col("v.user").alias("user"),
+                    (F.col("v.amount") * 2).alias("score"),
+                )
             ).alias("value"),
         )
         mode = "append"
@@ -85,7 +89,9 @@ def main() -> None:
             .count()
             .select(
                 F.concat(
-                    F.col("key").cast("string"), F.lit("@"), (F.unix_millis(F.col("window.start"))).cast("string")
+                    F.col("key").cast("string"),
+                    F.lit("@"),
+                    (F.unix_millis(F.col("window.start"))).cast("string"),
                 ).alias("key"),
                 F.col("count").cast("string").alias("value"),
             )
@@ -100,7 +106,7 @@ def main() -> None:
             .select(F.col("key"), F.col("value").cast("string").alias("user"))
         )
 
-        @F.udf(returnType=StringType())  # type: ignore[misc]
+        @F.udf(returnType=StringType())
         def joiner(event: str, user: str) -> str:
             e, u = json.loads(event), json.loads(user)
             return json.dumps({"id": e["id"], "amount": e["amount"], "tier": u["tier"]})

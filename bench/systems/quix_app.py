@@ -55,9 +55,7 @@ def main() -> None:
         sdf.apply(count, stateful=True).to_topic(out)
     elif w == "W3":
         sdf = sdf.tumbling_window(duration_ms=5_000, grace_ms=30_000).count().current()
-        sdf = sdf.apply(
-            lambda v, key, _ts, _h: {"k": f"{key}@{v['start']}", "c": v["value"]}, metadata=True
-        )
+        sdf = sdf.apply(lambda v, key, _ts, _h: {"k": f"{key}@{v['start']}", "c": v["value"]}, metadata=True)
         sdf.to_topic(out, key=lambda v: v["k"])
     elif w == "W4":
         table = app.topic(spec["table"], key_deserializer="str", value_deserializer="json")

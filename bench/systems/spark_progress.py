@@ -14,10 +14,7 @@ def _ms(stamp: str) -> int:
 
 def first_input_ms(queries: list[Any]) -> int:
     starts = [
-        _ms(p["timestamp"])
-        for q in queries
-        for p in q.recentProgress
-        if int(p.get("numInputRows", 0)) > 0
+        _ms(p["timestamp"]) for q in queries for p in q.recentProgress if int(p.get("numInputRows", 0)) > 0
     ]
     return min(starts) if starts else 0
 
