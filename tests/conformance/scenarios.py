@@ -22,6 +22,7 @@ from kspark import (
     Materialized,
     Named,
     Produced,
+    Repartitioned,
     SessionWindows,
     SlidingWindows,
     StreamsBuilder,
@@ -29,7 +30,8 @@ from kspark import (
     TimeWindows,
     Topology,
 )
-from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
+from kspark.kstream.suppressed import BufferConfig
+from kspark.processor import FixedKeyProcessor, Processor, ProcessorContext, PunctuationType, Record
 from kspark.serde import Serdes
 from kspark.state import Stores
 
@@ -281,6 +283,48 @@ _USERS = [Input("users", f"u{i}", f"name{i}", 1 + i) for i in range(4)] + [
 ]
 
 
+def _rekey_to_table(t: Mapping[str, str]) -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream(t["in"], Consumed.with_(S, S))
+        .select_key(lambda k, v: f"g{int(v[1:]) % 3}")
+        .repartition(Repartitioned.with_(S, S))
+        .to_table(Materialized.with_(S, S))
+        .to_stream()
+        .to(t["out"], Produced.with_(S, S))
+    )
+    return b.build()
+
+
+def _time_limit(t: Mapping[str, str]) -> Topology:
+    b = StreamsBuilder()
+    (
+        b.table(t["in"], Consumed.with_(S, S))
+        .suppress(Suppressed.until_time_limit(3_000, BufferConfig.unbounded()))
+        .to_stream()
+        .to(t["out"], Produced.with_(S, S))
+    )
+    return b.build()
+
+
+class _Upper(FixedKeyProcessor[str, str]):
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+
+    def process(self, record: Record[str, str]) -> None:
+        self.context.forward(record.with_value(record.value.upper()))
+
+
+def _values_and_extractor(t: Mapping[str, str]) -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream(t["in"], Consumed.with_(S, S))
+        .process_values(_Upper)
+        .to(lambda k, v, ctx: t["even"] if int(v[1:]) % 2 == 0 else t["odd"], Produced.with_(S, S))
+    )
+    return b.build()
+
+
 # ---------------------------------------------------------------- Processor API
 class _SumAndFlush(Processor[str, str]):
     """Sums per key in a store; every 5 s of stream time forwards all sums (cross-key scan)."""
@@ -420,6 +464,29 @@ SCENARIOS: list[Scenario] = [
         {"inner": SS, "leftj": SS},
         3,
         global_topics=frozenset({"users"}),
+    ),
+    Scenario(
+        "select_key_repartition_to_table",
+        _rekey_to_table,
+        _stream("in", _messy(24, 5)),
+        {"in": SS},
+        {"out": SS},
+    ),
+    Scenario(
+        "suppress_until_time_limit",
+        _time_limit,
+        _stream("in", _messy(30, 4, late_every=0)),
+        {"in": SS},
+        {"out": SS},
+        3,
+    ),
+    Scenario(
+        "process_values_and_topic_extractor",
+        _values_and_extractor,
+        _stream("in", _messy(24, 5)),
+        {"in": SS},
+        {"even": SS, "odd": SS},
+        3,
     ),
 ]
 
