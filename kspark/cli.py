@@ -78,16 +78,16 @@ def _config(module: ModuleType, file: Path) -> dict[str, Any]:
     return config
 
 
-def _wait_for_signal() -> None:
-    """Block until Ctrl-C or SIGTERM; both end in KeyboardInterrupt."""
+def _wait_for_signal(stop_when: Callable[[], bool] = lambda: False) -> None:
+    """Block until Ctrl-C or SIGTERM (both end in KeyboardInterrupt) or until ``stop_when()``."""
 
     def on_term(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_term)
-    while True:
-        time.sleep(3600)
+    while not stop_when():
+        time.sleep(0.5)
 
 
 def _cmd_dev_kafka(args: argparse.Namespace) -> int:
@@ -136,11 +136,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     app.start()
     print(f"{config.get('application.id', args.app)} running; Ctrl-C to stop", flush=True)
     try:
-        _wait_for_signal()
+        # A failed application ends the command (non-zero) instead of waiting for Ctrl-C.
+        _wait_for_signal(lambda: app.state() is KafkaStreams.State.ERROR)
     except KeyboardInterrupt:
         print("\nclosing", flush=True)
     finally:
         app.close()
+    if app.state() is KafkaStreams.State.ERROR:
+        print(f"{config.get('application.id', args.app)} failed; see the error above", file=sys.stderr)
+        return 1
     return 0
 
 
