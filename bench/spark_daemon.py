@@ -27,12 +27,12 @@ def _preload() -> None:
     import confluent_kafka  # noqa: F401
     import pandas  # noqa: F401
     import pyarrow  # noqa: F401
-    import pyspark.sql.pandas.serializers  # noqa: F401
-    import pyspark.sql.streaming.stateful_processor_api_client  # noqa: F401
-    import pyspark.sql.streaming.stateful_processor_util  # noqa: F401
+    import pyspark.sql.pandas.serializers
+    import pyspark.sql.streaming.stateful_processor_api_client
+    import pyspark.sql.streaming.stateful_processor_util
     import pyspark.worker  # noqa: F401
 
-    import kspark.runtime.spark.kafka_io  # noqa: F401
+    import kspark.runtime.spark.kafka_io
     import kspark.runtime.spark.tasks  # noqa: F401
 
 
