@@ -37,10 +37,14 @@ def main() -> None:
     )
     w = spec["workload"]
     src = app.topic(
-        spec["input"], partitions=spec["partitions"], key_serializer="raw",
+        spec["input"],
+        partitions=spec["partitions"],
+        key_serializer="raw",
         value_serializer="json" if w == "W1" else "raw",
     )
-    out = app.topic(spec["output"], partitions=spec["partitions"], key_serializer="raw", value_serializer="json")
+    out = app.topic(
+        spec["output"], partitions=spec["partitions"], key_serializer="raw", value_serializer="json"
+    )
     seen = [False]
 
     def first() -> None:
@@ -55,7 +59,9 @@ def main() -> None:
             async for key, v in stream.items():
                 first()
                 if v["amount"] >= 50:
-                    await out.send(key=key, value={"id": v["id"], "user": v["user"], "score": v["amount"] * 2})
+                    await out.send(
+                        key=key, value={"id": v["id"], "user": v["user"], "score": v["amount"] * 2}
+                    )
 
     elif w == "W2":
         counts = app.Table("counts", default=int, partitions=spec["partitions"])
