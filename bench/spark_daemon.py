@@ -43,7 +43,7 @@ def main() -> None:
     # daemon.manager() calls gc.collect() after each task of a reused worker
     shim = types.SimpleNamespace(**{k: getattr(gc, k) for k in dir(gc) if not k.startswith("__")})
     shim.collect = lambda generation=1: gc.collect(min(generation, 1))
-    daemon.gc = shim  # type: ignore[assignment]
+    daemon.gc = shim  # type: ignore[attr-defined,assignment]
     daemon.manager()
 
 
