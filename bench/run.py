@@ -39,10 +39,22 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench import jvm
-from bench.workloads import WORKLOADS, Checker, event_value, events, users
+from bench.workloads import WORKLOADS, Checker, event_value, events, expected, users
 from kspark.dev.kafka import LocalKafka
 
-__all__ = ["System", "SYSTEMS", "RunResult", "run_system", "preload", "main"]
+__all__ = ["System", "SYSTEMS", "RunResult", "run_system", "run_latency", "preload", "main"]
+
+
+def events_from(i: int) -> Any:
+    """Event ``i`` (and on) of the benchmark input, without generating those before it."""
+    from bench.workloads import _event
+
+    yield _event(i)
+
+
+def expected_w1(n: int) -> dict[int, Any]:
+    return dict(expected("W1", n))
+
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS_PYTHON = os.environ.get("BENCH_PEERS_PYTHON", "/tmp/venvpeers/bin/python")
@@ -402,6 +414,125 @@ def run_system(
     return result
 
 
+def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> dict[str, Any]:
+    """W1 at a fixed offered load: end-to-end latency from produce call to output append time.
+
+    The system starts on an empty input topic; the harness then produces
+    ``--latency-rate`` records/s for ``--latency-seconds`` and reads the output
+    as it arrives. Records produced in the first ``--latency-warmup`` seconds
+    (start-up, first micro-batch) are excluded from the percentiles. The
+    output must equal the expected W1 result for every record produced.
+    """
+    run_id = f"{system.name}-lat-{uuid.uuid4().hex[:6]}"
+    input_topic, output = f"in-{run_id}", f"out-{run_id}"
+    kafka.create_topic(input_topic, args.partitions)
+    kafka.create_topic(output, args.partitions, {"message.timestamp.type": "LogAppendTime"})
+    state_dir = tempfile.mkdtemp(prefix=f"bench-{run_id}-")
+    spec = {
+        "workload": "W1",
+        "bootstrap": kafka.bootstrap_servers,
+        "input": input_topic,
+        "output": output,
+        "table": None,
+        "app_id": f"bench-{run_id}",
+        "state_dir": state_dir,
+        "commit_ms": args.commit_ms,
+        "partitions": args.partitions,
+        "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
+    }
+    paths = [args.kspark_src, str(REPO)] if args.kspark_src else [str(REPO)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    logs = Path(args.logs) / run_id
+    logs.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen[str]] = []
+    sent: dict[int, float] = {}
+    latencies: list[float] = []
+    seen: set[int] = set()
+    with contextlib.ExitStack() as stack:
+        for i in range(system.instances(spec)):
+            procs.append(
+                subprocess.Popen(
+                    system.command(spec, args),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stack.enter_context(open(logs / f"stderr-{i}.log", "w")),
+                    text=True,
+                    env=env,
+                    cwd=REPO,
+                    start_new_session=True,
+                )
+            )
+        producer = Producer(
+            {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5, "partitioner": "murmur2_random"}
+        )
+        consumer = Consumer(
+            {
+                "bootstrap.servers": kafka.bootstrap_servers,
+                "group.id": f"lat-{run_id}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.assign([TopicPartition(output, p, 0) for p in range(args.partitions)])
+        checker = Checker("W1", 0)
+
+        def read(timeout: float) -> None:
+            for msg in consumer.consume(num_messages=10_000, timeout=timeout):
+                if msg.error():
+                    continue
+                checker.add(msg.key(), msg.value())
+                rec_id = int(json.loads(msg.value() or b"{}").get("id", -1))
+                if rec_id in sent and rec_id not in seen:
+                    seen.add(rec_id)
+                    if sent[rec_id] >= start + args.latency_warmup:
+                        latencies.append(msg.timestamp()[1] - sent[rec_id] * 1000)
+
+        start = time.time()
+        i = 0
+        while (now := time.time()) - start < args.latency_seconds:
+            while i < int((now - start) * args.latency_rate):
+                e = next(events_from(i))
+                producer.produce(input_topic, key=e.key.encode(), value=event_value(e), timestamp=e.ts)
+                sent[i] = time.time()
+                i += 1
+            producer.poll(0)
+            read(0.005)
+        producer.flush(30)
+        deadline = time.time() + 120
+        want = expected_w1(i)
+        while time.time() < deadline and len(checker.by_id) < len(want):
+            read(0.5)
+        for p in procs:
+            with contextlib.suppress(OSError):
+                if p.stdin:
+                    p.stdin.write("stop\n")
+                    p.stdin.flush()
+        for p in procs:
+            try:
+                p.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+                p.communicate()
+        consumer.close()
+    shutil.rmtree(state_dir, ignore_errors=True)
+    ok = checker.by_id == want
+    latencies.sort()
+
+    def pct(q: float) -> float | None:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))]) if latencies else None
+
+    return {
+        "system": system.name,
+        "offered_rate": args.latency_rate,
+        "produced": i,
+        "measured": len(latencies),
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+        "max_ms": round(latencies[-1]) if latencies else None,
+        "check": "ok" if ok else f"{len(want) - len(checker.by_id)} of {len(want)} outputs missing or wrong",
+    }
+
+
 # ---------------------------------------------------------------- perf tools
 
 
@@ -533,6 +664,14 @@ def main(argv: list[str] | None = None) -> int:
         default=45.0,
         help="stop a run whose processes stay idle this long with the output incomplete",
     )
+    ap.add_argument(
+        "--latency-rate",
+        type=float,
+        default=0.0,
+        help="instead of throughput: W1 latency at this offered load (records/s)",
+    )
+    ap.add_argument("--latency-seconds", type=float, default=90.0)
+    ap.add_argument("--latency-warmup", type=float, default=45.0)
     ap.add_argument("--perf", action="store_true", help="also run Kafka's perf tools (the broker's limit)")
     ap.add_argument("--python", default=sys.executable, help="interpreter with kspark and pyspark")
     ap.add_argument("--peers-python", default=PEERS_PYTHON, help="interpreter with quixstreams and faust")
@@ -571,6 +710,13 @@ def main(argv: list[str] | None = None) -> int:
         args.kspark_src = export_kspark(args.kspark_rev)
     results: list[RunResult] = []
     with LocalKafka(heap="1g", log_level="WARN") as kafka:
+        if args.latency_rate:
+            lat = [run_latency(kafka, SYSTEMS[s], args) for s in systems]
+            for row in lat:
+                print(json.dumps(row), flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps({"args": vars(args), "latency": lat}, indent=1))
+            return 0 if all(r["check"] == "ok" for r in lat) else 1
         input_topic = f"input-{args.records}"
         load_rate = preload(kafka, input_topic, args.records, args.partitions)
         print(f"pre-loaded {args.records:,} records into {input_topic} at {load_rate:,.0f} rec/s", flush=True)
