@@ -167,7 +167,7 @@ class KafkaStreams:
         try:
             count = self._ensure_runner().process_available()
         except BaseException as e:
-            self._handle_failure(e)
+            self._handle_failure(e, can_replace=False)
             raise
         if self._state is not _State.RUNNING:
             self._set_state(_State.RUNNING)
@@ -178,20 +178,24 @@ class KafkaStreams:
         assert runner is not None
         while not self._stop_monitor.wait(0.5):
             exc = runner.failure()
-            if exc is not None:
-                self._handle_failure(exc)
+            if exc is not None and not self._handle_failure(exc, can_replace=True):
                 return
 
-    def _handle_failure(self, exc: BaseException) -> None:
+    def _handle_failure(self, exc: BaseException, *, can_replace: bool) -> bool:
+        """Ask the handler what to do; True if the queries were replaced and keep running."""
         _log.error("kspark application %s failed: %s", self._config.application_id(), exc)
         if self._exception_handler is not None:
             response = self._exception_handler(exc)
             if response is StreamsUncaughtExceptionHandler.REPLACE_THREAD and self._runner is not None:
-                _log.warning("REPLACE_THREAD: restarting the failed queries from their checkpoints")
-                self._runner.stop()
-                self._runner.start()
-                return
+                if can_replace:
+                    # As Kafka Streams replaces a stream thread: the work resumes from the last commit.
+                    _log.warning("REPLACE_THREAD: restarting the failed queries from their checkpoints")
+                    self._runner.stop()
+                    self._runner.start()
+                    return True
+                _log.warning("REPLACE_THREAD does not apply to process_available(); shutting down")
         self._fail()
+        return False
 
     def _fail(self) -> None:
         if self._runner is not None:

@@ -285,6 +285,18 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
     def _step(self, partition: int, data: pd.DataFrame | None) -> pd.DataFrame:
         """One commit of the task: queue the batch's records, process, punctuate, persist."""
         epoch, timer, task = self._warm_task(partition)
+        try:
+            return self._commit(partition, epoch, timer, task, data)
+        except BaseException:
+            # The task's memory may hold part of an uncommitted batch: never reuse it. A retry
+            # restores the task from the state Spark committed.
+            with _WARM_LOCK:
+                _WARM.pop(_warm_key(self.spec, partition), None)
+            raise
+
+    def _commit(
+        self, partition: int, epoch: int, timer: int, task: StreamTask, data: pd.DataFrame | None
+    ) -> pd.DataFrame:
         self.spec.global_replica()
         if data is not None:
             data = data.sort_values(["topic", "offset"], kind="stable")

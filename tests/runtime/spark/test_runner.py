@@ -322,3 +322,48 @@ def test_a_failing_processor_stops_the_app_with_a_clear_error_and_the_listeners_
     assert len(handled) == 1
     # The batch failed before its output was produced: nothing of it reached the output topic.
     assert kafka.consume_all(dst) == []
+
+
+def test_a_replaced_task_restarts_from_committed_state_not_from_a_half_processed_batch(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    marker = tmp_path / "failed-once"
+
+    def fail_once_at_four(count: int) -> int:
+        # Fails when the task's count store already holds 4: that state is not committed.
+        if count == 4 and not marker.exists():
+            marker.write_text("x")
+            raise RuntimeError("transient failure")
+        return count
+
+    b = StreamsBuilder()
+    (
+        b.stream(src, Consumed.with_(S, S))
+        .group_by_key()
+        .count(Materialized.with_(S, L).with_caching_disabled())
+        .to_stream()
+        .map_values(fail_once_at_four)
+        .to(dst, Produced.with_(S, L))
+    )
+    config = _config(kafka, tmp_path, "replace", **{"commit.interval.ms": 500})
+    app = KafkaStreams(b.build(), config, spark=spark)
+    app.set_uncaught_exception_handler(lambda e: StreamsUncaughtExceptionHandler.REPLACE_THREAD)
+    app.start()
+    try:
+        # First a committed batch, so the task is warm in a Python worker; then the failing one.
+        kafka.produce(src, [(b"a", b"1", 10), (b"a", b"2", 20)])
+        kafka.consume_all(dst, min_records=2, timeout=120)
+        kafka.produce(src, [(b"a", b"3", 30), (b"a", b"4", 40), (b"a", b"5", 50)])
+        got = kafka.consume_all(dst, min_records=5, timeout=120)
+    finally:
+        app.close()
+    assert marker.exists()
+    # A retry that reused the warm task (its store at 4) would count on from 4.
+    assert [(L.deserializer().deserialize(dst, r.value), r.timestamp) for r in got] == [
+        (1, 10),
+        (2, 20),
+        (3, 30),
+        (4, 40),
+        (5, 50),
+    ]
