@@ -345,6 +345,10 @@ class InternalTopologyBuilder:
             return self._state_factories[name].builder
         return self._global_state_builders.get(name)
 
+    def source_changelog_topics(self) -> dict[str, str]:
+        """Stores whose changelog is a source topic (a source KTable reusing its topic)."""
+        return dict(self._store_to_changelog_topic)
+
     def store_users(self, name: str) -> list[str]:
         f = self._state_factories.get(name)
         return list(f.users) if f else []

@@ -127,7 +127,7 @@ class SparkRunner:
     def _changelog_topics(self) -> dict[str, str]:
         app = self.config.application_id()
         topics = {f"{app}-{store}-changelog": store for store in self.builder.state_store_names()}
-        for store, topic in getattr(self.builder, "_store_to_changelog_topic", {}).items():
+        for store, topic in self.builder.source_changelog_topics().items():
             topics[self._topic(topic)] = store
         return topics
 
