@@ -1,4 +1,4 @@
-"""Conformance scenarios on ``local-cluster[2,1,1024]``: two executor JVMs, their own Python workers."""
+"""Every conformance scenario on ``local-cluster[2,1,1024]``: two executor JVMs, their own Python workers."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ import pytest
 
 from kspark.dev.kafka import LocalKafka
 
+from .scenarios import SCENARIOS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_scenarios_pass_on_a_multi_process_cluster(kafka: LocalKafka, tmp_path: Path) -> None:
-    names = ["count", "group_by_repartition", "suppress_final_counts", "processor_api_punctuation"]
+    names = [s.name for s in SCENARIOS]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
