@@ -537,9 +537,9 @@ def _on_close_count_topology() -> Topology:
     # expiry bound (Kafka's time-ordered on-close store keeps it with the default retention)
     b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 0)).emit_strategy(
         EmitStrategy.on_window_close()
-    ).count(Materialized().with_retention(100)).to_stream().map(lambda k, v: KeyValue(f"{k.key}@{k.window.start}", v)).to(
-        "out", Produced.with_(S, Serdes.Long())
-    )
+    ).count(Materialized().with_retention(100)).to_stream().map(
+        lambda k, v: KeyValue(f"{k.key}@{k.window.start}", v)
+    ).to("out", Produced.with_(S, Serdes.Long()))
     return b.build()
 
 
