@@ -10,14 +10,13 @@ resolved once with Maven from ``bench/jvm/kafka-tools/pom.xml`` into
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-from kspark.dev.jars import find_java, find_maven, kspark_home, resolve_bundle
+from kspark.dev.jars import compile_java, find_java, find_maven, kspark_home
 
 __all__ = ["kstreams_classpath", "kafka_tools_classpath", "java"]
 
@@ -29,55 +28,11 @@ def java() -> str:
     return str(find_java())
 
 
-def _javac() -> str:
-    javac = find_java().resolve().parent / "javac"
-    if javac.exists():
-        return str(javac)
-    found = shutil.which("javac")
-    if not found:
-        raise RuntimeError("the Kafka Streams benchmark needs a JDK (javac); install openjdk-17-jdk-headless")
-    return found
-
-
 def kstreams_classpath() -> str:
     """Compile the Kafka Streams benchmark app once per source change; return its classpath."""
-    jars = resolve_bundle("kafka-streams")
-    sources = sorted((_JVM / "kstreams-bench" / "src").rglob("*.java"))
-    digest = hashlib.sha256()
-    for src in sources:
-        digest.update(src.name.encode())
-        digest.update(src.read_bytes())
-    out = kspark_home() / "bench" / "kstreams-bench" / digest.hexdigest()[:16]
-    if not (out / _STAMP).exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
-        try:
-            proc = subprocess.run(
-                [
-                    _javac(),
-                    "-nowarn",
-                    "--release",
-                    "17",
-                    "-cp",
-                    os.pathsep.join(map(str, jars)),
-                    "-d",
-                    str(tmp / "classes"),
-                    *map(str, sources),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if proc.returncode != 0:
-                raise RuntimeError(f"javac failed on the Kafka Streams benchmark:\n{proc.stderr[-4000:]}")
-            (tmp / _STAMP).write_text("ok\n")
-            if out.exists():
-                shutil.rmtree(out)
-            os.rename(tmp, out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return os.pathsep.join([str(out / "classes"), *map(str, jars)])
+    return compile_java(
+        "kstreams-bench", sorted((_JVM / "kstreams-bench" / "src").rglob("*.java")), "kafka-streams"
+    )
 
 
 def kafka_tools_classpath() -> str:

@@ -9,7 +9,6 @@ once per test session.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,70 +18,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kspark.dev.jars import find_java, kspark_home, resolve_bundle
+from kspark.dev.jars import compile_java, find_java
 
 __all__ = ["HARNESS_DIR", "build_harness", "run_harness"]
 
 HARNESS_DIR = Path(__file__).resolve().parents[2] / "jvm" / "reference-harness"
 _MAIN = "io.kspark.reference.ReferenceHarness"
-_STAMP = ".built"
 
 
 def _sources() -> list[Path]:
     return sorted((HARNESS_DIR / "src" / "main" / "java").rglob("*.java"))
 
 
-def _javac() -> str:
-    java = find_java().resolve()
-    javac = java.parent / "javac"
-    if javac.exists():
-        return str(javac)
-    found = shutil.which("javac")
-    if not found:
-        raise RuntimeError("the reference harness needs a JDK (javac); install openjdk-17-jdk-headless")
-    return found
-
-
 def build_harness() -> str:
     """Compile the harness once; return the classpath that runs it."""
-    jars = resolve_bundle("kafka-streams")
-    sources = _sources()
-    digest = hashlib.sha256()
-    for src in sources:
-        digest.update(src.name.encode())
-        digest.update(src.read_bytes())
-    out = kspark_home() / "reference-harness" / digest.hexdigest()[:16]
-    classes = out / "classes"
-    if not (out / _STAMP).exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
-        try:
-            proc = subprocess.run(
-                [
-                    _javac(),
-                    "-nowarn",
-                    "--release",
-                    "17",
-                    "-cp",
-                    os.pathsep.join(map(str, jars)),
-                    "-d",
-                    str(tmp / "classes"),
-                    *map(str, sources),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if proc.returncode != 0:
-                raise RuntimeError(f"javac failed on the reference harness:\n{proc.stderr[-4000:]}")
-            (tmp / _STAMP).write_text("ok\n")
-            if out.exists():
-                shutil.rmtree(out)
-            os.rename(tmp, out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return os.pathsep.join([str(classes), *map(str, jars)])
+    return compile_java("reference-harness", _sources(), "kafka-streams")
 
 
 def run_harness(scenarios: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
