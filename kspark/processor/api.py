@@ -61,7 +61,10 @@ class Headers:
     __slots__ = ("_items",)
 
     def __init__(self, items: Iterable[Header | tuple[str, bytes | None]] | None = None) -> None:
-        self._items: list[Header] = [h if isinstance(h, Header) else Header(h[0], h[1]) for h in items or ()]
+        # Most records have no headers; this runs once per record.
+        self._items: list[Header] = (
+            [h if isinstance(h, Header) else Header(h[0], h[1]) for h in items] if items else []
+        )
 
     def add(self, key: str, value: bytes | None) -> Headers:
         self._items.append(Header(key, value))

@@ -190,3 +190,44 @@ def test_store_not_connected_is_an_error_naming_processor_and_store() -> None:
     task = StreamTask("0_0", t.internal_builder.set_application_id("app").build_topology(), CONFIG)
     with pytest.raises(StreamsException, match="Processor peek has no access to StateStore kv"):
         task.initialize()
+
+
+class Beats(Processor[str, str]):
+    log: ClassVar[list[tuple[str, int]]] = []
+
+    def init(self, context: ProcessorContext) -> None:
+        context.schedule(1_000, PunctuationType.WALL_CLOCK_TIME, lambda ts: Beats.log.append(("a", ts)))
+        context.schedule(300, PunctuationType.WALL_CLOCK_TIME, lambda ts: Beats.log.append(("b", ts)))
+
+    def process(self, record: Record[str, str]) -> None:
+        pass
+
+
+def beats_task(wall_clock_ms: int) -> StreamTask:
+    t = Topology().add_source("s", "a", key_deserializer=S, value_deserializer=S)
+    t.add_processor("beats", Beats, "s")
+    task = StreamTask(
+        "0_0",
+        t.internal_builder.set_application_id("app").build_topology(),
+        CONFIG,
+        wall_clock_ms=wall_clock_ms,
+    )
+    task.initialize()
+    return task
+
+
+def test_a_rebuilt_task_continues_wall_clock_punctuations_where_the_old_one_left_them() -> None:
+    Beats.log = []
+    first = beats_task(0)
+    first.maybe_punctuate_system_time(1_100)  # a due 1000, b due 300: both fire
+    assert Beats.log == [("b", 1_100), ("a", 1_100)]
+    saved = first.wall_clock_schedules()
+    assert saved == [("beats", 300, 1_200), ("beats", 1_000, 2_000)]
+
+    Beats.log = []
+    rebuilt = beats_task(1_150)  # fresh schedules would be due at 1450 and 2150
+    rebuilt.restore_wall_clock_schedules(saved)
+    assert rebuilt.next_wall_clock_punctuation() == 1_200
+    rebuilt.maybe_punctuate_system_time(2_050)
+    assert Beats.log == [("b", 2_050), ("a", 2_050)]
+    assert rebuilt.wall_clock_schedules() == [("beats", 300, 2_100), ("beats", 1_000, 3_000)]

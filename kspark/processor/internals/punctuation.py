@@ -105,5 +105,30 @@ class PunctuationQueue:
         live = [s.timestamp for s in self._pq if not s.cancelled]
         return min(live) if live else None
 
+    def due_times(self) -> list[tuple[str, int, int]]:
+        """(node name, interval, next due time) of every live schedule, sorted."""
+        return sorted((s.node.name, s.interval, s.timestamp) for s in self._pq if not s.cancelled)
+
+    def restore_due_times(self, due_times: list[tuple[str, int, int]]) -> None:
+        """Move live schedules to the due times :meth:`due_times` gave for another instance of this task.
+
+        Schedules are matched by node and interval (in due-time order when a
+        node has several with one interval); a schedule with no counterpart
+        keeps its own due time.
+        """
+        wanted: dict[tuple[str, int], list[int]] = {}
+        for name, interval, due in sorted(due_times):
+            wanted.setdefault((name, interval), []).append(due)
+        live = sorted(
+            (s for s in self._pq if not s.cancelled), key=lambda s: (s.node.name, s.interval, s.timestamp)
+        )
+        for sched in live:
+            dues = wanted.get((sched.node.name, sched.interval))
+            if dues:
+                sched.timestamp = dues.pop(0)
+        self._pq.clear()
+        for sched in live:
+            self._pq.offer(sched)
+
     def __len__(self) -> int:
         return sum(1 for s in self._pq if not s.cancelled)

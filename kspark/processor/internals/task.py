@@ -301,6 +301,19 @@ class StreamTask:
         """The wall-clock time (ms) the next WALL_CLOCK_TIME punctuation is due; a runner sets a timer."""
         return self._system_punctuations.next_due()
 
+    def wall_clock_schedules(self) -> list[tuple[str, int, int]]:
+        """(node, interval, next due) of the wall-clock punctuations, for a runner to persist."""
+        return self._system_punctuations.due_times()
+
+    def restore_wall_clock_schedules(self, due_times: list[tuple[str, int, int]]) -> None:
+        """Continue the wall-clock punctuations of an earlier instance of this task where it left them.
+
+        Without this a task rebuilt on another worker would start its
+        schedules at ``now + interval`` again, and one rebuilt every batch
+        would never punctuate.
+        """
+        self._system_punctuations.restore_due_times(due_times)
+
     def maybe_punctuate_system_time(self, wall_clock_ms: int | None = None) -> bool:
         if wall_clock_ms is not None:
             self._wall_clock_ms = wall_clock_ms

@@ -1,0 +1,66 @@
+"""The per-record engine alone: a workload's topology run by one ``StreamTask``, no Spark, no Kafka.
+
+    python -m bench.engine --workload W1,W2,W3 --records 100000 [--profile]
+
+Builds the kspark topology of each workload (``bench.systems.kspark_app``),
+feeds one task the workload's input as ``RawRecord``s and runs it as the
+Spark runner's stages do (process, punctuate, commit, build the Arrow output
+batch). Prints records per CPU-second of this process (``time.process_time``,
+so another process on the machine disturbs it less than wall time would).
+This is the ceiling of one core's Python work per record under any runner;
+``--profile`` prints cProfile's top functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+
+__all__ = ["main", "run"]
+
+
+def run(workload: str, n: int) -> tuple[float, int]:
+    """(CPU seconds, output records incl. changelog) of one task over ``n`` input records."""
+    from bench.systems.kspark_app import build
+    from bench.workloads import event_value, events
+    from kspark.processor.internals.records import RawRecord
+    from kspark.runtime.spark.tasks import TopologySpec, _output_batch, _run
+
+    topology = build({"workload": workload, "input": "in", "output": "out", "table": "users"})
+    spec = TopologySpec(topology, {"application.id": "bench", "bootstrap.servers": "x:1"}, 0, {}, "engine")
+    task = spec.build_task(0)
+    records = [RawRecord("in", 0, i, e.ts, e.key.encode(), event_value(e)) for i, e in enumerate(events(n))]
+    start = time.process_time()
+    task.add_records("in", 0, records)
+    out = _run(task)
+    _output_batch(out)
+    return time.process_time() - start, len(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", default="W1,W2,W3", help="W1, W2 and/or W3 (W4 needs its table)")
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args(argv)
+    print("| workload | records | CPU s | records per CPU-second | outputs (incl. changelog) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for w in [x.strip().upper() for x in args.workload.split(",") if x.strip()]:
+        profiler = cProfile.Profile() if args.profile else None
+        if profiler is not None:
+            profiler.enable()
+        seconds, outputs = run(w, args.records)
+        if profiler is not None:
+            profiler.disable()
+        print(
+            f"| {w} | {args.records:,} | {seconds:.2f} | {args.records / seconds:,.0f} | {outputs:,} |",
+            flush=True,
+        )
+        if profiler is not None:
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+
+
+if __name__ == "__main__":
+    main()
