@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
 from kspark.runtime.spark.kafka_io import OUTPUT_DDL, KafkaSinkWriter, producer_config, read_kafka
+from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ __all__ = ["SubtopologyPlan", "SparkRunner", "MissingSourceTopicException", "MAX
 
 MAX_OFFSETS_PER_TRIGGER = "spark.kspark.maxOffsetsPerTrigger"
 """Config key: at most this many input records per micro-batch (Spark's ``maxOffsetsPerTrigger``)."""
+
+_SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 _log = logging.getLogger(__name__)
 
@@ -195,8 +198,12 @@ class SparkRunner:
         )
         if not plan.stateful:
             return source.mapInArrow(StatelessStage(spec), OUTPUT_DDL)
+        # Task p is grouped under a key that Spark's hash places in shuffle partition p (shuffle.py).
+        keys = F.array(
+            *[F.lit(task_grouping_key(p, self.task_count(plan))) for p in range(self.task_count(plan))]
+        )
         return (
-            source.withColumn(TASK_INPUT_COLUMN, F.col("partition"))
+            source.withColumn(TASK_INPUT_COLUMN, F.element_at(keys, F.col("partition") + 1))
             .groupBy(TASK_INPUT_COLUMN)
             .transformWithStateInPandas(
                 # Processing-time timers fire wall-clock punctuations of idle tasks; but with them
@@ -207,6 +214,10 @@ class SparkRunner:
                 "ProcessingTime" if continuous else "None",
             )
         )
+
+    def task_count(self, plan: SubtopologyPlan) -> int:
+        """Tasks of a sub-topology: one per partition of its widest input topic, as in Kafka Streams."""
+        return max(self.partitions[t] for t in plan.source_topics)
 
     def _on_batch(self, batch_id: int, written: int) -> None:
         self.records_written += written
@@ -227,7 +238,16 @@ class SparkRunner:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{self.config.commit_interval_ms()} milliseconds")
-        query = writer.start()
+        # A stateful stage runs one Spark task per Kafka Streams task. The query keeps this
+        # setting in its checkpoint; the session's own value is put back for other work.
+        previous = self.spark.conf.get(_SHUFFLE_PARTITIONS, None)
+        if plan.stateful:
+            self.spark.conf.set(_SHUFFLE_PARTITIONS, str(self.task_count(plan)))
+        try:
+            query = writer.start()
+        finally:
+            if previous is not None:
+                self.spark.conf.set(_SHUFFLE_PARTITIONS, previous)
         self.queries.append(query)
         return query
 

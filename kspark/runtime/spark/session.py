@@ -25,6 +25,7 @@ from kspark.runtime.spark.jars import (
     connector_package,
     connector_version,
 )
+from kspark.runtime.spark.worker_daemon import DAEMON_MODULE
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,6 +67,8 @@ DEFAULT_CONF: dict[str, str] = {
     # Streaming queries run without AQE anyway; leaving it on only makes
     # Spark warn at every stateful query start.
     "spark.sql.adaptive.enabled": "false",
+    # Python workers forked with kspark, pandas, pyarrow and pyspark.sql already imported.
+    "spark.python.daemon.module": DAEMON_MODULE,
     **REQUIRED_SQL_CONF,
 }
 """Defaults of :func:`create_spark_session`; any ``spark.*`` key given overrides one."""

@@ -1,0 +1,87 @@
+"""A stateful stage's changelog state: one row per batch, compacted to the latest record per key."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from kspark.runtime.spark import tasks
+from kspark.runtime.spark.tasks import COMPACT_AFTER_ROWS, TaskStage, _fold
+
+
+class ListStateLike:
+    """The part of PySpark's ListState a TaskStage uses, kept in memory."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.calls = 0
+
+    def appendValue(self, row: tuple[Any, ...]) -> None:
+        self.calls += 1
+        self.rows.append(row)
+
+    def put(self, rows: list[tuple[Any, ...]]) -> None:
+        self.calls += 1
+        self.rows = list(rows)
+
+    def clear(self) -> None:
+        self.calls += 1
+        self.rows = []
+
+    def get(self) -> list[tuple[Any, ...]]:
+        return list(self.rows)
+
+
+def _stage(state: ListStateLike) -> TaskStage:
+    stage = TaskStage.__new__(TaskStage)
+    stage._changelog = state
+    return stage
+
+
+def _restored(state: ListStateLike) -> dict[str, dict[bytes, tuple[bytes, int]]]:
+    latest: dict[str, dict[bytes, tuple[bytes, int]]] = {}
+    for (blob,) in state.get():
+        _fold(latest, pickle.loads(blob))
+    return latest
+
+
+def test_fold_keeps_the_latest_record_and_applies_tombstones() -> None:
+    latest: dict[str, dict[bytes, tuple[bytes, int]]] = {}
+    _fold(latest, [("s", b"a", b"1", 1), ("s", b"b", b"2", 2), ("t", b"a", b"x", 3)])
+    _fold(latest, [("s", b"a", b"3", 4), ("s", b"b", None, 5)])
+    assert latest == {"s": {b"a": (b"3", 4)}, "t": {b"a": (b"x", 3)}}
+
+
+def test_one_state_call_per_batch_and_restore_equals_the_live_state(monkeypatch: Any) -> None:
+    monkeypatch.setattr(tasks, "_SNAPSHOT_CHUNK", 3)
+    state = ListStateLike()
+    stage = _stage(state)
+    live: dict[str, dict[bytes, tuple[bytes, int]]] = {}
+    rows = 0
+    for batch in range(3 * COMPACT_AFTER_ROWS):
+        entries: list[tuple[str, bytes, bytes | None, int]] = [
+            ("s", f"k{(batch * 7 + i) % 11}".encode(), str(batch).encode(), batch) for i in range(4)
+        ]
+        if batch % 5 == 4:
+            entries.append(("s", b"k3", None, batch))  # a delete
+        before = state.calls
+        rows = stage._persist(rows, live, entries)
+        assert state.calls - before == 1
+        assert rows == len(state.rows) <= COMPACT_AFTER_ROWS
+        assert _restored(state) == live
+    # compaction happened: fewer rows than batches, chunked by _SNAPSHOT_CHUNK entries
+    assert len(state.rows) < 3 * COMPACT_AFTER_ROWS
+
+
+def test_a_batch_without_changelog_writes_nothing() -> None:
+    state = ListStateLike()
+    assert _stage(state)._persist(4, {}, []) == 4
+    assert state.calls == 0
+
+
+def test_compacting_an_empty_state_clears_the_list() -> None:
+    state = ListStateLike()
+    state.rows = [(pickle.dumps([("s", b"a", b"1", 1)]),)] * (COMPACT_AFTER_ROWS - 1)
+    live: dict[str, dict[bytes, tuple[bytes, int]]] = {"s": {b"a": (b"1", 1)}}
+    rows = _stage(state)._persist(COMPACT_AFTER_ROWS - 1, live, [("s", b"a", None, 2)])
+    assert rows == 0 and state.rows == []
