@@ -4,8 +4,8 @@
 
 Builds the kspark topology of each workload (``bench.systems.kspark_app``),
 feeds one task the workload's input as ``RawRecord``s and runs it as the
-Spark runner's stages do (process, punctuate, commit, build the Arrow output
-batch). Prints records per CPU-second of this process (``time.process_time``,
+Spark runner's stages do (process, punctuate, commit; the output records
+are not sent anywhere). Prints records per CPU-second of this process (``time.process_time``,
 so another process on the machine disturbs it less than wall time would).
 This is the ceiling of one core's Python work per record under any runner;
 ``--profile`` prints cProfile's top functions.
@@ -26,16 +26,16 @@ def run(workload: str, n: int) -> tuple[float, int]:
     from bench.systems.kspark_app import build
     from bench.workloads import event_value, events
     from kspark.processor.internals.records import RawRecord
-    from kspark.runtime.spark.tasks import TopologySpec, _output_batch, _run
+    from kspark.runtime.spark.tasks import TopologySpec, _run
 
     topology = build({"workload": workload, "input": "in", "output": "out", "table": "users"})
-    spec = TopologySpec(topology, {"application.id": "bench", "bootstrap.servers": "x:1"}, 0, {}, "engine")
+    config = {"application.id": "bench", "bootstrap.servers": "x:1"}
+    spec = TopologySpec(topology, config, 0, {}, "engine", {})
     task = spec.build_task(0)
     records = [RawRecord("in", 0, i, e.ts, e.key.encode(), event_value(e)) for i, e in enumerate(events(n))]
     start = time.process_time()
     task.add_records("in", 0, records)
     out = _run(task)
-    _output_batch(out)
     return time.process_time() - start, len(out)
 
 

@@ -319,7 +319,10 @@ def run_system(
                     stderr=stack.enter_context(open(logs / f"stderr-{i}.log", "w")),  # noqa: SIM115
                     text=True,
                     env=env,
-                    cwd=REPO,
+                    # Not the repository: Python puts the cwd first on sys.path of `python -m`
+                    # processes, Spark's Python workers included, which then ran the working
+                    # tree's kspark instead of the exported revision.
+                    cwd=logs,
                     start_new_session=True,
                 )
             )
@@ -458,7 +461,10 @@ def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> 
                     stderr=stack.enter_context(open(logs / f"stderr-{i}.log", "w")),
                     text=True,
                     env=env,
-                    cwd=REPO,
+                    # Not the repository: Python puts the cwd first on sys.path of `python -m`
+                    # processes, Spark's Python workers included, which then ran the working
+                    # tree's kspark instead of the exported revision.
+                    cwd=logs,
                     start_new_session=True,
                 )
             )

@@ -4,32 +4,31 @@ The source is Spark's Kafka connector read as ``read_committed``, reduced to
 the columns a task needs (timestamps as epoch milliseconds). The sink is
 kspark's own: Spark's Kafka sink cannot set record timestamps (Kafka Streams
 keeps the input record's timestamp on output) and is at-least-once only, so
-each Spark task writes its rows with a confluent-kafka producer, from
-``foreachBatch`` through ``mapInArrow`` so that records never travel to the
-driver. Keyed records are partitioned with murmur2, as the Java producer
-Kafka Streams uses does, so output partitions match Kafka Streams'.
+the stage that runs the tasks writes their output records itself, with one
+confluent-kafka producer per Spark task (:class:`RecordSender`), and hands
+Spark only a count. Records never travel to the driver, nor back to the JVM
+and into a second Python stage (the runner did that first: a whole extra
+Arrow round trip per output record). Keyed records are partitioned with
+murmur2, as the Java producer Kafka Streams uses does, so output partitions
+match Kafka Streams'.
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kspark.errors import StreamsException
-from kspark.processor.api import Headers
+from kspark.processor.internals.records import OutputRecord
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "RECORD_DDL",
-    "OUTPUT_DDL",
-    "encode_headers",
-    "decode_headers",
+    "WRITTEN_DDL",
     "read_kafka",
-    "KafkaSinkWriter",
+    "RecordSender",
     "producer_config",
 ]
 
@@ -39,49 +38,8 @@ RECORD_DDL = (
     "headers array<struct<key:string,value:binary>>"
 )
 
-OUTPUT_DDL = "topic string, partition int, timestamp long, key binary, value binary, headers binary"
-"""A serialized output record; ``headers`` packed by :func:`encode_headers` (null when none)."""
-
-_HDR = struct.Struct(">i")
-
-
-def encode_headers(headers: Headers | None) -> bytes | None:
-    """Pack headers into one binary column: count, then (len, key, len, value) each; -1 = null value."""
-    if not headers or len(headers) == 0:
-        return None
-    parts = [_HDR.pack(len(headers))]
-    for h in headers:
-        k = h.key.encode("utf-8")
-        parts.append(_HDR.pack(len(k)))
-        parts.append(k)
-        if h.value is None:
-            parts.append(_HDR.pack(-1))
-        else:
-            parts.append(_HDR.pack(len(h.value)))
-            parts.append(h.value)
-    return b"".join(parts)
-
-
-def decode_headers(data: bytes | None) -> list[tuple[str, bytes | None]]:
-    """The inverse of :func:`encode_headers`, as (key, value) pairs."""
-    if not data:
-        return []
-    (n,) = _HDR.unpack_from(data, 0)
-    pos = 4
-    out: list[tuple[str, bytes | None]] = []
-    for _ in range(n):
-        (klen,) = _HDR.unpack_from(data, pos)
-        pos += 4
-        key = data[pos : pos + klen].decode("utf-8")
-        pos += klen
-        (vlen,) = _HDR.unpack_from(data, pos)
-        pos += 4
-        if vlen < 0:
-            out.append((key, None))
-        else:
-            out.append((key, data[pos : pos + vlen]))
-            pos += vlen
-    return out
+WRITTEN_DDL = "written long"
+"""What a stage returns to Spark: how many output records its Spark task wrote."""
 
 
 def read_kafka(
@@ -139,60 +97,64 @@ def producer_config(bootstrap_servers: str, extra: Mapping[str, Any] | None = No
     return conf
 
 
-class KafkaSinkWriter:
-    """A ``mapInArrow`` function that produces ``OUTPUT_DDL`` rows and returns one count row.
+class RecordSender:
+    """Writes a Spark task's output records to Kafka with a producer of its own.
 
-    Picklable (holds only plain config); the producer is opened in the worker.
-    Any delivery failure fails the Spark task, so the micro-batch is
-    retried: at-least-once, never a silent drop.
+    Opened lazily in the worker (only plain config is pickled), closed by
+    :meth:`close`, which waits for every delivery: a delivery failure raises,
+    failing the Spark task so that the micro-batch is retried -- at-least-once,
+    never a silent drop. One producer per Spark task, gone when the task ends:
+    a producer kept warm in the worker would outlive the application (and its
+    broker) and keep reconnecting; exactly-once needs one transactional
+    producer per task anyway.
     """
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
         self.conf = dict(conf)
+        self.written = 0
+        self._errors: list[str] = []
+        self._producer: Any = None
 
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self._errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+
+    def _open(self) -> Any:
         from confluent_kafka import Producer
-
-        # One producer per Spark task, gone when the task ends: a producer kept
-        # warm in the worker would outlive the application (and its broker)
-        # and keep reconnecting; EOS needs one transactional producer per task anyway.
-        errors: list[str] = []
-
-        def on_delivery(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
 
         # Delivery reports for failed records only: a Python callback per delivered
         # record was a tenth of the sink's cost, and success needs no action here.
-        producer = Producer({**self.conf, "on_delivery": on_delivery, "delivery.report.only.error": True})
+        self._producer = Producer(
+            {**self.conf, "on_delivery": self._on_delivery, "delivery.report.only.error": True}
+        )
+        return self._producer
+
+    def send(self, records: Iterable[OutputRecord]) -> None:
+        producer = self._producer or self._open()
         produce = producer.produce
         written = 0
-        for batch in batches:
-            cols = batch.to_pydict()
-            for topic, partition, ts, key, value, headers in zip(
-                cols["topic"],
-                cols["partition"],
-                cols["timestamp"],
-                cols["key"],
-                cols["value"],
-                cols["headers"],
-                strict=True,
-            ):
-                # -1: librdkafka's "unassigned", its partitioner (murmur2_random) decides
-                part = -1 if partition is None else partition
-                hdrs: Any = decode_headers(headers) if headers else None
-                while True:
-                    try:
-                        produce(topic, value, key, part, timestamp=ts, headers=hdrs)
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-                written += 1
-            producer.poll(0)
-        remaining = producer.flush(120)
+        for r in records:
+            # -1: librdkafka's "unassigned", its partitioner (murmur2_random) decides
+            partition = -1 if r.partition is None else r.partition
+            headers: Any = r.headers.to_list() if len(r.headers) else None
+            while True:
+                try:
+                    produce(r.topic, r.value, r.key, partition, timestamp=r.timestamp, headers=headers)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            written += 1
+        producer.poll(0)
+        self.written += written
+
+    def close(self) -> int:
+        """Wait for every record to be delivered; returns how many were written."""
+        if self._producer is None:
+            return 0
+        remaining = self._producer.flush(120)
+        self._producer = None
         if remaining:
             raise StreamsException(f"{remaining} records were not delivered to Kafka within 120 s")
-        if errors:
-            raise StreamsException(f"Kafka rejected {len(errors)} records, first: {errors[0]}")
-        yield pa.RecordBatch.from_pydict({"written": [written]}, schema=pa.schema([("written", pa.int64())]))
+        if self._errors:
+            raise StreamsException(f"Kafka rejected {len(self._errors)} records, first: {self._errors[0]}")
+        return self.written

@@ -4,10 +4,11 @@ One streaming query per sub-topology. Sub-topologies are joined by their
 repartition topics in Kafka, exactly as Kafka Streams joins them; a query
 that has nothing but stateless processors runs them in ``mapInArrow`` with
 no shuffle, one with state stores groups its input by task
-(:mod:`kspark.runtime.spark.tasks`). Every query writes its output with
-kspark's own Kafka sink from ``foreachBatch``, so a micro-batch is a
-commit: input offsets (Spark's checkpoint), state (Spark's state store) and
-outputs move together, and ``commit.interval.ms`` is the trigger interval.
+(:mod:`kspark.runtime.spark.tasks`). The stages write their output to Kafka
+themselves and each query runs its micro-batches from ``foreachBatch``, so
+a micro-batch is a commit: input offsets (Spark's checkpoint), state
+(Spark's state store) and outputs move together, and
+``commit.interval.ms`` is the trigger interval.
 
 The driver only plans: records are read, processed and written on
 executors; what reaches the driver per batch is one count per Spark task.
@@ -21,11 +22,11 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
-from kspark.runtime.spark.kafka_io import OUTPUT_DDL, KafkaSinkWriter, producer_config, read_kafka
+from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
 
@@ -73,16 +74,14 @@ def _first_line(error: BaseException) -> str:
     return best[0] if best else type(error).__name__
 
 
-class _SinkBatch:
-    """The ``foreachBatch`` function: produce a batch's output rows from the executors."""
+class _RunBatch:
+    """The ``foreachBatch`` function: run a micro-batch (its stage writes the output) and count the output."""
 
-    def __init__(self, producer_conf: dict[str, Any], on_batch: Callable[[int, int], None] | None) -> None:
-        self.producer_conf = producer_conf
+    def __init__(self, on_batch: Callable[[int, int], None] | None) -> None:
         self.on_batch = on_batch
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        rows = df.mapInArrow(KafkaSinkWriter(self.producer_conf), "written long").collect()
-        written = sum(int(r["written"]) for r in rows)
+        written = sum(int(r["written"]) for r in df.collect())
         if self.on_batch is not None:
             self.on_batch(batch_id, written)
 
@@ -193,11 +192,15 @@ class SparkRunner:
             plan.subtopology,
             self._changelog_topics(),
             self.instance,
+            producer_config(
+                ",".join(self.config.bootstrap_servers()),
+                {k: v for k, v in self.config.prefixed("producer.").items()},
+            ),
             timers=continuous,
             has_global_stores=bool(self.builder.global_store_names()),
         )
         if not plan.stateful:
-            return source.mapInArrow(StatelessStage(spec), OUTPUT_DDL)
+            return source.mapInArrow(StatelessStage(spec), WRITTEN_DDL)
         # Task p is grouped under a key that Spark's hash places in shuffle partition p (shuffle.py).
         keys = F.array(
             *[F.lit(task_grouping_key(p, self.task_count(plan))) for p in range(self.task_count(plan))]
@@ -209,7 +212,7 @@ class SparkRunner:
                 # Processing-time timers fire wall-clock punctuations of idle tasks; but with them
                 # Spark keeps running no-data batches, so an availableNow query would never end.
                 TaskStage(spec),
-                OUTPUT_DDL,
+                WRITTEN_DDL,
                 "Update",
                 "ProcessingTime" if continuous else "None",
             )
@@ -223,14 +226,10 @@ class SparkRunner:
         self.records_written += written
 
     def start_query(self, plan: SubtopologyPlan, *, available_now: bool) -> StreamingQuery:
-        producer_conf = producer_config(
-            ",".join(self.config.bootstrap_servers()),
-            {k: v for k, v in self.config.prefixed("producer.").items()},
-        )
         writer = (
             self._stage(plan, continuous=not available_now)
             .writeStream.queryName(plan.query_name)
-            .foreachBatch(_SinkBatch(producer_conf, self._on_batch))
+            .foreachBatch(_RunBatch(self._on_batch))
             .option("checkpointLocation", self.checkpoint_dir(plan))
             .outputMode("update")
         )

@@ -20,13 +20,16 @@ The Spark runner runs the very same engine as the test driver
   already warm in this Python worker is restored from it, as Kafka Streams
   restores a store from its changelog topic.
 
-Both stages emit ``OUTPUT_DDL`` rows (a serialized output record each) and
-hold only picklable configuration; engine objects are built lazily in the
-worker and kept warm across micro-batches.
+Both stages write their tasks' output records to Kafka themselves
+(:class:`~kspark.runtime.spark.kafka_io.RecordSender`) and return one
+``WRITTEN_DDL`` row per call; they hold only picklable configuration, and
+engine objects are built lazily in the worker and kept warm across
+micro-batches.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 import threading
@@ -40,7 +43,7 @@ from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
 from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
-from kspark.runtime.spark.kafka_io import encode_headers
+from kspark.runtime.spark.kafka_io import RecordSender
 from kspark.runtime.spark.shuffle import task_of
 
 if TYPE_CHECKING:
@@ -67,6 +70,22 @@ def _kafka_headers(raw: Any) -> Headers:
     return Headers([(h["key"], h["value"]) for h in raw])
 
 
+def _raw_records(
+    topic: str,
+    partition: int,
+    offsets: list[int],
+    timestamps: list[int],
+    keys: list[Any],
+    values: list[Any],
+    headers: list[Any],
+) -> list[RawRecord]:
+    """The records of one topic-partition, from column lists (Arrow's or pandas' ``tolist()``)."""
+    return [
+        RawRecord(topic, partition, o, t, k, v, _kafka_headers(h))
+        for o, t, k, v, h in zip(offsets, timestamps, keys, values, headers, strict=True)
+    ]
+
+
 @dataclass(frozen=True)
 class TopologySpec:
     """Everything an executor needs to build the tasks of one sub-topology (picklable)."""
@@ -76,6 +95,7 @@ class TopologySpec:
     subtopology: int
     changelog_topics: Mapping[str, str]  # changelog topic -> store name
     instance: str  # one per KafkaStreams run: warm tasks never outlive the code they were built from
+    producer_config: Mapping[str, Any]  # librdkafka settings of the stage's RecordSender
     timers: bool = False  # processing-time timers drive wall-clock punctuation (continuous runs only)
     has_global_stores: bool = False
 
@@ -146,35 +166,10 @@ def _run(task: StreamTask) -> list[OutputRecord]:
     return task.drain_output()
 
 
-def _output_batch(records: list[OutputRecord]) -> pa.RecordBatch:
+def _written(n: int) -> pa.RecordBatch:
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pydict(
-        {
-            "topic": [r.topic for r in records],
-            "partition": [r.partition for r in records],
-            "timestamp": [r.timestamp for r in records],
-            "key": [r.key for r in records],
-            "value": [r.value for r in records],
-            "headers": [encode_headers(r.headers) for r in records],
-        },
-        schema=_output_schema(),
-    )
-
-
-def _output_schema() -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            ("topic", pa.string()),
-            ("partition", pa.int32()),
-            ("timestamp", pa.int64()),
-            ("key", pa.binary()),
-            ("value", pa.binary()),
-            ("headers", pa.binary()),
-        ]
-    )
+    return pa.RecordBatch.from_pydict({"written": [n]}, schema=pa.schema([("written", pa.int64())]))
 
 
 class StatelessStage:
@@ -193,29 +188,90 @@ class StatelessStage:
         return warm.task
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sender = RecordSender(self.spec.producer_config)
         for batch in batches:
-            cols = batch.to_pydict()
-            by_tp: dict[tuple[str, int], list[RawRecord]] = {}
-            for topic, partition, offset, ts, key, value, headers in zip(
-                cols["topic"],
-                cols["partition"],
-                cols["offset"],
-                cols["timestamp"],
-                cols["key"],
-                cols["value"],
-                cols["headers"],
-                strict=True,
-            ):
-                by_tp.setdefault((topic, partition), []).append(
-                    RawRecord(topic, partition, offset, ts, key, value, _kafka_headers(headers))
-                )
             self.spec.global_replica()
-            out: list[OutputRecord] = []
-            for (topic, partition), records in by_tp.items():
+            for (topic, partition), cols in _by_topic_partition(batch):
                 task = self._task(partition)
-                task.add_records(topic, partition, records)
-                out.extend(_run(task))
-            yield _output_batch(out)
+                task.add_records(
+                    topic,
+                    partition,
+                    _raw_records(
+                        topic,
+                        partition,
+                        cols["offset"],
+                        cols["timestamp"],
+                        cols["key"],
+                        cols["value"],
+                        cols["headers"],
+                    ),
+                )
+                sender.send(_run(task))
+        yield _written(sender.close())
+
+
+def _by_topic_partition(batch: pa.RecordBatch) -> list[tuple[tuple[str, int], dict[str, list[Any]]]]:
+    """A source batch's columns as lists, per topic-partition in order of first appearance.
+
+    Spark's Kafka source gives a Spark partition one Kafka topic-partition, so
+    there is normally one group, built without looking at rows one by one.
+    """
+    cols = batch.to_pydict()
+    topics, partitions = cols["topic"], cols["partition"]
+    if not topics:
+        return []
+    if topics.count(topics[0]) == len(topics) and partitions.count(partitions[0]) == len(partitions):
+        return [((topics[0], partitions[0]), cols)]
+    rows: dict[tuple[str, int], list[int]] = {}
+    for i, tp in enumerate(zip(topics, partitions, strict=True)):
+        rows.setdefault(tp, []).append(i)
+    return [
+        ((tp[0], tp[1]), {name: [col[i] for i in idx] for name, col in cols.items()})
+        for tp, idx in rows.items()
+    ]
+
+
+def _input_chunks(partition: int, frames: list[pd.DataFrame]) -> Iterator[list[tuple[str, list[RawRecord]]]]:
+    """A task's micro-batch input as chunks of (topic, records in offset order) to add and process in turn.
+
+    One input topic whose rows arrive in offset order (the usual case: one
+    Kafka partition read by one Spark task): one chunk per Arrow batch, so
+    only ~10,000 records are Python objects at a time, however large the
+    micro-batch. Otherwise everything is one chunk, sorted by offset per
+    topic and added in topic-name order, so that the task chooses among its
+    partitions by head timestamp over the whole batch, as the driver does.
+    """
+    import pandas as pd
+
+    def records(topic: str, df: pd.DataFrame) -> list[RawRecord]:
+        return _raw_records(
+            topic,
+            partition,
+            df["offset"].tolist(),
+            df["timestamp"].tolist(),
+            df["key"].tolist(),
+            df["value"].tolist(),
+            df["headers"].tolist(),
+        )
+
+    if not frames:
+        return
+    topics = {str(t) for f in frames for t in f["topic"].unique()}
+    if len(topics) == 1:
+        offsets = [f["offset"].to_numpy() for f in frames]
+        ordered = all(bool((o[1:] > o[:-1]).all()) for o in offsets) and all(
+            prev[-1] < nxt[0] for prev, nxt in itertools.pairwise(offsets)
+        )
+        if ordered:
+            (topic,) = topics
+            for f in frames:
+                yield [(topic, records(topic, f))]
+            return
+    data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    yield [
+        (str(topic), records(str(topic), group.sort_values("offset", kind="stable")))
+        for topic, group in data.groupby("topic", sort=True)
+    ]
 
 
 def _stateful_processor_base() -> type:
@@ -298,23 +354,17 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
-        import pandas as pd
-
-        frames = [f for f in rows if len(f)]
-        data = None
-        if frames:
-            data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        yield self._step(task_of(int(key[0])), data)
+        yield self._step(task_of(int(key[0])), [f for f in rows if len(f)])
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         """A wall-clock punctuation is due and the task got no records this batch."""
-        yield self._step(task_of(int(key[0])), None)
+        yield self._step(task_of(int(key[0])), [])
 
-    def _step(self, partition: int, data: pd.DataFrame | None) -> pd.DataFrame:
+    def _step(self, partition: int, frames: list[pd.DataFrame]) -> pd.DataFrame:
         """One commit of the task: queue the batch's records, process, punctuate, persist."""
         meta, warm = self._warm_task(partition)
         try:
-            return self._commit(partition, meta, warm, data)
+            return self._commit(partition, meta, warm, frames)
         except BaseException:
             # The task's memory may hold part of an uncommitted batch: never reuse it. A retry
             # restores the task from the state Spark committed.
@@ -322,30 +372,32 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
             raise
 
     def _commit(
-        self, partition: int, meta: _TaskMeta, warm: _Warm, data: pd.DataFrame | None
+        self, partition: int, meta: _TaskMeta, warm: _Warm, frames: list[pd.DataFrame]
     ) -> pd.DataFrame:
+        import pandas as pd
+
         self.spec.global_replica()
         task = warm.task
-        if data is not None:
-            data = data.sort_values(["topic", "offset"], kind="stable")
-            for topic, group in data.groupby("topic", sort=True):
-                task.add_records(
-                    str(topic),
-                    partition,
-                    [
-                        RawRecord(str(topic), partition, int(o), int(t), k, v, _kafka_headers(h))
-                        for o, t, k, v, h in zip(
-                            group["offset"],
-                            group["timestamp"],
-                            group["key"],
-                            group["value"],
-                            group["headers"],
-                            strict=True,
-                        )
-                    ],
-                )
-        outputs = _run(task)
-        emitted, changelog = self._split_changelog(outputs)
+        # Spark commits the task's state only with the whole micro-batch; output written
+        # before a failure is written again by the retry (at-least-once).
+        sender = RecordSender(self.spec.producer_config)
+        changelog: list[_Entry] = []
+
+        def emit() -> None:
+            emitted, entries = self._split_changelog(task.drain_output())
+            sender.send(emitted)
+            changelog.extend(entries)
+
+        for chunk in _input_chunks(partition, frames):
+            for topic, records in chunk:
+                task.add_records(topic, partition, records)
+            while task.process():
+                task.maybe_punctuate_stream_time()
+            emit()
+        task.maybe_punctuate_system_time(int(time.time() * 1000))
+        task.commit()
+        emit()
+        written = sender.close()
         rows = self._persist(meta.changelog_rows, warm.latest, changelog)
         timer = self._set_timer(meta.timer, task)
         epoch = meta.epoch + 1
@@ -361,7 +413,7 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
         )
         warm.epoch = epoch
         _keep_warm(_warm_key(self.spec, partition), warm)
-        return _output_batch(emitted).to_pandas()
+        return pd.DataFrame({"written": [written]}, dtype="int64")
 
     def _set_timer(self, current: int, task: StreamTask) -> int:
         """Keep one processing-time timer at the task's next wall-clock punctuation; -1: none."""

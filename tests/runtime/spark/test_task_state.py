@@ -85,3 +85,42 @@ def test_compacting_an_empty_state_clears_the_list() -> None:
     live: dict[str, dict[bytes, tuple[bytes, int]]] = {"s": {b"a": (b"1", 1)}}
     rows = _stage(state)._persist(COMPACT_AFTER_ROWS - 1, live, [("s", b"a", None, 2)])
     assert rows == 0 and state.rows == []
+
+
+def _frame(topic: str, offsets: list[int]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "topic": [topic] * len(offsets),
+            "offset": offsets,
+            "timestamp": [o * 10 for o in offsets],
+            "key": [b"k"] * len(offsets),
+            "value": [str(o).encode() for o in offsets],
+            "headers": [None] * len(offsets),
+        }
+    )
+
+
+def _shape(chunks: Any) -> list[list[tuple[str, list[int]]]]:
+    return [[(topic, [r.offset for r in records]) for topic, records in chunk] for chunk in chunks]
+
+
+def test_input_in_offset_order_is_processed_one_arrow_batch_at_a_time() -> None:
+    chunks = tasks._input_chunks(3, [_frame("a", [1, 2]), _frame("a", [5, 9])])
+    assert _shape(chunks) == [[("a", [1, 2])], [("a", [5, 9])]]
+
+
+def test_input_out_of_order_or_from_several_topics_is_one_sorted_chunk() -> None:
+    assert _shape(tasks._input_chunks(0, [_frame("a", [5, 9]), _frame("a", [1, 2])])) == [
+        [("a", [1, 2, 5, 9])]
+    ]
+    assert _shape(tasks._input_chunks(0, [_frame("a", [2, 1])])) == [[("a", [1, 2])]]
+    mixed = [_frame("b", [7, 3]), _frame("a", [4])]
+    assert _shape(tasks._input_chunks(0, mixed)) == [[("a", [4]), ("b", [3, 7])]]
+    records = next(iter(tasks._input_chunks(6, [_frame("a", [4])])))[0][1]
+    assert (records[0].partition, records[0].timestamp, records[0].value) == (6, 40, b"4")
+
+
+def test_no_input_is_no_chunk() -> None:
+    assert list(tasks._input_chunks(0, [])) == []
