@@ -9,6 +9,7 @@ module because Spark's Python workers import them by name.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from bench.systems.common import report, spec_from_argv, wait_for_stop
@@ -89,6 +90,12 @@ def main() -> None:
     wait_for_stop()
     spark = SparkSession.getActiveSession()
     queries = list(spark.streams.active) if spark is not None else []
+    # kspark's stages write output while their micro-batch runs; the batch (its state
+    # commit) may end after the last output record, and Spark reports a batch's start
+    # only when it ends.
+    deadline = time.monotonic() + 600
+    while first_input_ms(queries) == 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
     result = {"first_input_ms": first_input_ms(queries), "batches": batches(queries)}
     app.close()
     report(**result)
