@@ -10,7 +10,9 @@ kspark's benchmarks put imports at ~30%, the collections at ~20% of all
 Python samples (docs/benchmarks.md, "Where the time goes").
 
 This daemon imports those modules before it forks, so every worker
-inherits them already loaded; moves everything loaded so far out of the
+inherits them already loaded -- from the installed ``pyspark`` package
+(bytecode cached) rather than from ``pyspark.zip`` when the zip is the one
+inside that same installation (a pip-installed PySpark); moves everything loaded so far out of the
 collector's sight (``gc.freeze()``); and makes the collection after a task
 a young-generation one. Old-generation garbage is still collected by
 Python's automatic, threshold-driven collections, as in any Python process.
@@ -22,9 +24,11 @@ default; a session without it runs kspark correctly, only slower.
 from __future__ import annotations
 
 import gc
+import sys
 import types
+from pathlib import Path
 
-__all__ = ["DAEMON_MODULE", "preload", "main"]
+__all__ = ["DAEMON_MODULE", "preload", "prefer_installed_pyspark", "main"]
 
 DAEMON_MODULE = "kspark.runtime.spark.worker_daemon"
 """The value for ``spark.python.daemon.module``."""
@@ -45,6 +49,25 @@ def preload() -> None:
     import kspark.runtime.spark.tasks  # noqa: F401
 
 
+def prefer_installed_pyspark(path: list[str]) -> None:
+    """Move ``pyspark.zip`` and py4j's zip behind the installed packages they were copied from.
+
+    PySpark puts ``$SPARK_HOME/python/lib/*.zip`` first on the workers'
+    path; Python compiles a zip's modules from source on every import (no
+    bytecode is written into a zip). With pip's PySpark the zip lies inside
+    the installed ``pyspark`` package itself, so the installed copy is the
+    same code. A zip of any other Spark installation stays where it is.
+    """
+    for entry in list(path):
+        name = Path(entry).name
+        if not (name == "pyspark.zip" or (name.startswith("py4j-") and name.endswith(".zip"))):
+            continue
+        package = Path(entry).parents[2]  # <site-packages>/pyspark/python/lib/<zip>
+        if package.name == "pyspark" and (package / "__init__.py").is_file():
+            path.remove(entry)
+            path.append(entry)
+
+
 def _young_collections_only(gc_module: types.ModuleType) -> types.SimpleNamespace:
     """A stand-in for ``gc`` whose ``collect()`` never goes past generation 1."""
     shim = types.SimpleNamespace(
@@ -55,6 +78,7 @@ def _young_collections_only(gc_module: types.ModuleType) -> types.SimpleNamespac
 
 
 def main() -> None:
+    prefer_installed_pyspark(sys.path)
     import pyspark.daemon as daemon
 
     preload()
