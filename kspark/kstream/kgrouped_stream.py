@@ -20,7 +20,7 @@ from kspark.kstream.config_objects import Grouped, Materialized, Named
 from kspark.kstream.internals.functions import require_callable
 from kspark.kstream.internals.graph import GraphNode
 from kspark.kstream.internals.grouped_stream_aggregate_builder import GroupedStreamAggregateBuilder
-from kspark.kstream.internals.ktable_processors import KStreamAggregate, KStreamReduce
+from kspark.kstream.internals.ktable_processors import KStreamAggregate, KStreamCount, KStreamReduce
 from kspark.kstream.internals.materialize import (
     KeyValueStoreMaterializer,
     MaterializedInternal,
@@ -72,7 +72,7 @@ class KGroupedStream:
     ) -> KTable:
         name, materialized = split_named_materialized(named, materialized)
         m = stream_count_materialized(materialized, self._builder, AGGREGATE_NAME, self._key_serde)
-        supplier = KStreamAggregate(m.store_name, lambda: 0, lambda _k, _v, agg: agg + 1)
+        supplier = KStreamCount(m.store_name)
         return self._do_aggregate(supplier, self._builder.or_else_generate(name, AGGREGATE_NAME), m)
 
     def reduce(

@@ -42,6 +42,13 @@ def _config(scenario: Scenario, tmp: Path | None = None, **extra: Any) -> dict[s
     }
 
 
+class _Identity(dict[str, str]):
+    """Logical topic names as the real ones (for building a scenario's topology without topics)."""
+
+    def __missing__(self, key: str) -> str:
+        return key
+
+
 class ConformanceSuite:
     """The checks; subclasses provide ``run(scenario, config) -> PerKey``."""
 
@@ -89,14 +96,29 @@ class TestSparkRunner(ConformanceSuite):
         got, expected = self.run(scenario, config, runs=3), reference_outputs(scenario, config)
         assert got == expected, difference(got, expected)
 
-    @pytest.mark.parametrize("name", ["count", "tumbling_window_count", "table_table_joins"])
+    @pytest.mark.parametrize(
+        "name", ["count", "group_by_repartition", "tumbling_window_count", "table_table_joins"]
+    )
     def test_caching_on_keeps_final_values_and_emits_only_reference_values(
         self, name: str, tmp_path: Path
     ) -> None:
+        self._check_caching_on(name, tmp_path, runs=1)
+
+    @pytest.mark.parametrize("name", ["count", "group_by_repartition"])
+    def test_native_count_restarts_mid_stream_and_keeps_final_values(self, name: str, tmp_path: Path) -> None:
+        from kspark.config import StreamsConfig
+        from kspark.runtime.spark.lowering import native_count
+
+        builder = BY_NAME[name].build(_Identity()).internal_builder.set_application_id("app")
+        config = StreamsConfig({"application.id": "app", "bootstrap.servers": "x:1"})
+        assert any(native_count(builder, nodes, config) for nodes in builder.node_groups().values())
+        self._check_caching_on(name, tmp_path, runs=3)
+
+    def _check_caching_on(self, name: str, tmp_path: Path, *, runs: int) -> None:
         scenario = BY_NAME[name]
         config = _config(scenario, tmp_path, **{"statestore.cache.max.bytes": 10 * 1024 * 1024})
         expected = reference_outputs(scenario, config)
-        got = self.run(scenario, config)
+        got = self.run(scenario, config, runs=runs)
         assert last_values(got) == last_values(expected)
         for topic, per_key in got.items():
             for key, seq in per_key.items():

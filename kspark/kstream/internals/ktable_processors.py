@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KTableSource",
     "KStreamAggregate",
+    "KStreamCount",
     "KStreamReduce",
     "KTableFilter",
     "KTableMapValues",
@@ -175,6 +176,25 @@ class KStreamAggregate(_AggregateSupplierBase):
 
     def __call__(self) -> Processor[Any, Any]:
         return _KStreamAggregateProcessor(self)
+
+
+class KStreamCount(KStreamAggregate):
+    """``KGroupedStream.count``: an aggregate from 0 adding 1 per record.
+
+    Its own class so that a runner can recognise a count and compute it
+    natively (the Spark runner does, see kspark/runtime/spark/lowering.py).
+    """
+
+    def __init__(self, store_name: str) -> None:
+        super().__init__(store_name, _zero, _plus_one)
+
+
+def _zero() -> int:
+    return 0
+
+
+def _plus_one(_key: Any, _value: Any, count: int) -> int:
+    return count + 1
 
 
 class _KStreamReduceProcessor(_StreamAggProcessor):

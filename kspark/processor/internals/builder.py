@@ -360,6 +360,22 @@ class InternalTopologyBuilder:
     def predecessors(self, name: str) -> list[str]:
         return list(self._factories[name].predecessors)
 
+    def successors(self, name: str) -> list[str]:
+        return [n for n, f in self._factories.items() if name in f.predecessors]
+
+    def processor_supplier(self, name: str) -> Any | None:
+        """The supplier of processor node ``name``; None for a source or a sink."""
+        f = self._factories.get(name)
+        return f.supplier if isinstance(f, _ProcessorFactory) else None
+
+    def source_deserializers(self, name: str) -> tuple[Any, Any, Any] | None:
+        """(key deserializer, value deserializer, timestamp extractor) of source ``name`` as given
+        (None where the config's default applies); None when ``name`` is not a source."""
+        f = self._factories.get(name)
+        if not isinstance(f, _SourceFactory):
+            return None
+        return f.key_deserializer, f.value_deserializer, f.timestamp_extractor
+
     def source_topics_of(self, name: str) -> list[str]:
         return list(self._node_to_source_topics.get(name, []))
 

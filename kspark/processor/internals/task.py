@@ -279,6 +279,44 @@ class StreamTask:
             ctx.current_node = None
         return True
 
+    def forward_from(
+        self, node_name: str, record: Record[Any, Any], record_context: ProcessorRecordContext
+    ) -> None:
+        """Hand ``record`` to the children of ``node_name`` as that node would forward it.
+
+        For a runner that computed the node's output itself (the Spark runner's
+        native count): the children run exactly as after ``process``, with the
+        same error handling, and ``record_context`` is what they see as the
+        record's topic, partition, offset and headers.
+        """
+        node = self.node(node_name)
+        if node is None:
+            raise StreamsException(f"Task {self.task_id} has no node {node_name}")
+        ctx = self.context
+        ctx.record_context = record_context
+        ctx.raw_key = ctx.raw_value = None
+        ctx.current_node = node
+        rec = ConsumerRecord(
+            record_context.topic or "",
+            record_context.partition,
+            record_context.offset,
+            record.timestamp,
+            record.key,
+            record.value,
+            record.headers,
+        )
+        try:
+            ctx.forward(record)
+        except FailedProcessingException as e:
+            raise StreamsException(self._process_error(e.node_name, rec, e.cause)) from e.cause
+        except (StreamsException, TaskMigratedException):
+            raise
+        except Exception as e:
+            failed = ctx.current_node.name if ctx.current_node else node_name
+            raise StreamsException(self._process_error(failed, rec, e)) from e
+        finally:
+            ctx.current_node = None
+
     def _process_error(self, node: str, rec: ConsumerRecord, cause: BaseException) -> str:
         return (
             f"Exception caught in process. taskId={self.task_id}, processor={node}, topic={rec.topic}, "

@@ -4,8 +4,10 @@ One streaming query per sub-topology. Sub-topologies are joined by their
 repartition topics in Kafka, exactly as Kafka Streams joins them; a query
 that has nothing but stateless processors runs them in ``mapInArrow`` with
 no shuffle, one with state stores groups its input by task
-(:mod:`kspark.runtime.spark.tasks`). The stages write their output to Kafka
-themselves and each query runs its micro-batches from ``foreachBatch``, so
+(:mod:`kspark.runtime.spark.tasks`), and a plain ``count()`` is computed by
+Spark's own streaming aggregation (:mod:`kspark.runtime.spark.lowering`).
+The stages write their output to Kafka themselves and each query runs its
+micro-batches from ``foreachBatch``, so
 a micro-batch is a commit: input offsets (Spark's checkpoint), state
 (Spark's state store) and outputs move together, and
 ``commit.interval.ms`` is the trigger interval.
@@ -22,11 +24,12 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
+from kspark.runtime.spark.lowering import CountTail, NativeCount, count_plan, native_count
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
 
@@ -58,6 +61,7 @@ class SubtopologyPlan:
     source_topics: tuple[str, ...]
     stateful: bool
     query_name: str
+    native: NativeCount | None = None  # a count Spark computes itself (lowering.py)
 
 
 _PYTHON_ERROR_LINE = re.compile(r"^[\w.]+(?:Error|Exception): .+")
@@ -75,12 +79,19 @@ def _first_line(error: BaseException) -> str:
 
 
 class _RunBatch:
-    """The ``foreachBatch`` function: run a micro-batch (its stage writes the output) and count the output."""
+    """The ``foreachBatch`` function: run a micro-batch (its stage writes the output) and count the output.
 
-    def __init__(self, on_batch: Callable[[int, int], None] | None) -> None:
+    ``tail``: a ``mapInArrow`` function over the batch's rows that writes the
+    output itself (a native count's updated rows go through it).
+    """
+
+    def __init__(self, on_batch: Callable[[int, int], None] | None, tail: Any = None) -> None:
         self.on_batch = on_batch
+        self.tail = tail
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if self.tail is not None:
+            df = df.mapInArrow(self.tail, WRITTEN_DDL)
         written = sum(int(r["written"]) for r in df.collect())
         if self.on_batch is not None:
             self.on_batch(batch_id, written)
@@ -110,9 +121,10 @@ class SparkRunner:
             nodes = groups[sub]
             topics = sorted({self._topic(t) for n in nodes for t in self.builder.source_topics_of(n)})
             stateful = any(self.builder.node_stores(n) for n in nodes)
+            native = native_count(self.builder, nodes, self.config) if stateful else None
             plans.append(
                 SubtopologyPlan(
-                    sub, tuple(topics), stateful, f"{self.config.application_id()}-subtopology-{sub}"
+                    sub, tuple(topics), stateful, f"{self.config.application_id()}-subtopology-{sub}", native
                 )
             )
         return plans
@@ -171,13 +183,24 @@ class SparkRunner:
                         raise StreamsException(f"Could not create internal topic {topic}: {e}") from e
 
     # ------------------------------------------------------------------ queries
-    def _stage(self, plan: SubtopologyPlan, *, continuous: bool) -> DataFrame:
+    def _stage(self, plan: SubtopologyPlan, *, continuous: bool) -> tuple[DataFrame, Any]:
+        """The query's streaming DataFrame and the ``foreachBatch`` tail to run over its rows (or None)."""
         from pyspark.sql import functions as F
 
         options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
         max_offsets = self.config.get(MAX_OFFSETS_PER_TRIGGER)
-        if max_offsets is not None:
+        if max_offsets is not None and len(plan.source_topics) == 1:
             options["maxOffsetsPerTrigger"] = str(int(max_offsets))
+        elif max_offsets is not None:
+            # Spark splits the cap over partitions by lag, so a join's small table topic would
+            # trail its stream: stream records would meet a table that Kafka Streams (which
+            # waits for partitions with known lag, KIP-695) would already have read.
+            _log.warning(
+                "%s is ignored for %s: it reads %d topics, and a cap would let one trail the others",
+                MAX_OFFSETS_PER_TRIGGER,
+                plan.query_name,
+                len(plan.source_topics),
+            )
         reset = str(self.config.get("auto.offset.reset") or "earliest")
         source = read_kafka(
             self.spark,
@@ -200,12 +223,14 @@ class SparkRunner:
             has_global_stores=bool(self.builder.global_store_names()),
         )
         if not plan.stateful:
-            return source.mapInArrow(StatelessStage(spec), WRITTEN_DDL)
+            return source.mapInArrow(StatelessStage(spec), WRITTEN_DDL), None
+        if plan.native is not None:
+            return count_plan(source, plan.native), CountTail(spec, plan.native)
         # Task p is grouped under a key that Spark's hash places in shuffle partition p (shuffle.py).
         keys = F.array(
             *[F.lit(task_grouping_key(p, self.task_count(plan))) for p in range(self.task_count(plan))]
         )
-        return (
+        stage = (
             source.withColumn(TASK_INPUT_COLUMN, F.element_at(keys, F.col("partition") + 1))
             .groupBy(TASK_INPUT_COLUMN)
             .transformWithStateInPandas(
@@ -217,6 +242,7 @@ class SparkRunner:
                 "ProcessingTime" if continuous else "None",
             )
         )
+        return stage, None
 
     def task_count(self, plan: SubtopologyPlan) -> int:
         """Tasks of a sub-topology: one per partition of its widest input topic, as in Kafka Streams."""
@@ -226,10 +252,10 @@ class SparkRunner:
         self.records_written += written
 
     def start_query(self, plan: SubtopologyPlan, *, available_now: bool) -> StreamingQuery:
+        stage, tail = self._stage(plan, continuous=not available_now)
         writer = (
-            self._stage(plan, continuous=not available_now)
-            .writeStream.queryName(plan.query_name)
-            .foreachBatch(_RunBatch(self._on_batch))
+            stage.writeStream.queryName(plan.query_name)
+            .foreachBatch(_RunBatch(self._on_batch, tail))
             .option("checkpointLocation", self.checkpoint_dir(plan))
             .outputMode("update")
         )

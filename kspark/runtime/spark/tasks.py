@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TASK_INPUT_COLUMN",
+    "kafka_headers",
+    "warm_stateless_task",
+    "written_batch",
     "TopologySpec",
     "StatelessStage",
     "TaskStage",
@@ -63,7 +66,7 @@ TASK_INPUT_COLUMN = "kspark_task"
 """The grouping column of a stateful stage: the input partition, i.e. the task."""
 
 
-def _kafka_headers(raw: Any) -> Headers:
+def kafka_headers(raw: Any) -> Headers:
     """Headers as Spark's Kafka source gives them (list of {key, value}) to engine Headers."""
     if raw is None or len(raw) == 0:
         return Headers()
@@ -81,7 +84,7 @@ def _raw_records(
 ) -> list[RawRecord]:
     """The records of one topic-partition, from column lists (Arrow's or pandas' ``tolist()``)."""
     return [
-        RawRecord(topic, partition, o, t, k, v, _kafka_headers(h))
+        RawRecord(topic, partition, o, t, k, v, kafka_headers(h))
         for o, t, k, v, h in zip(offsets, timestamps, keys, values, headers, strict=True)
     ]
 
@@ -166,10 +169,21 @@ def _run(task: StreamTask) -> list[OutputRecord]:
     return task.drain_output()
 
 
-def _written(n: int) -> pa.RecordBatch:
+def written_batch(n: int) -> pa.RecordBatch:
     import pyarrow as pa
 
     return pa.RecordBatch.from_pydict({"written": [n]}, schema=pa.schema([("written", pa.int64())]))
+
+
+def warm_stateless_task(spec: TopologySpec, partition: int) -> StreamTask:
+    """This worker's task for ``partition`` of a sub-topology whose state is not the engine's to keep."""
+    key = _warm_key(spec, partition)
+    with _WARM_LOCK:
+        warm = _WARM.get(key)
+    if warm is None:
+        warm = _Warm(0, spec.build_task(partition))
+        _keep_warm(key, warm)
+    return warm.task
 
 
 class StatelessStage:
@@ -178,21 +192,12 @@ class StatelessStage:
     def __init__(self, spec: TopologySpec) -> None:
         self.spec = spec
 
-    def _task(self, partition: int) -> StreamTask:
-        key = _warm_key(self.spec, partition)
-        with _WARM_LOCK:
-            warm = _WARM.get(key)
-        if warm is None:
-            warm = _Warm(0, self.spec.build_task(partition))
-            _keep_warm(key, warm)
-        return warm.task
-
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sender = RecordSender(self.spec.producer_config)
         for batch in batches:
             self.spec.global_replica()
             for (topic, partition), cols in _by_topic_partition(batch):
-                task = self._task(partition)
+                task = warm_stateless_task(self.spec, partition)
                 task.add_records(
                     topic,
                     partition,
@@ -207,7 +212,7 @@ class StatelessStage:
                     ),
                 )
                 sender.send(_run(task))
-        yield _written(sender.close())
+        yield written_batch(sender.close())
 
 
 def _by_topic_partition(batch: pa.RecordBatch) -> list[tuple[tuple[str, int], dict[str, list[Any]]]]:

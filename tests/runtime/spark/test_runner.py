@@ -367,3 +367,64 @@ def test_a_replaced_task_restarts_from_committed_state_not_from_a_half_processed
         (4, 40),
         (5, 50),
     ]
+
+
+def _native_count_topology(src: str, dst: str) -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream(src, Consumed.with_(S, S))
+        .group_by_key()
+        .count()
+        .to_stream()
+        .map_values(lambda n: n * 10)
+        .to(dst, Produced.with_(S, L))
+    )
+    return b.build()
+
+
+def test_native_count_gives_the_engines_final_counts_timestamps_and_headers_across_restarts(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    from kspark.config import StreamsConfig
+    from kspark.runtime.spark.lowering import native_count
+
+    src, dst = topic_factory("in", partitions=3), topic_factory("out", partitions=3)
+    # invalid UTF-8: the engine's String key is the decoded-with-replacement text
+    bad_utf8 = [b"\xff", b"a\xff", b"b\xe2\x82", b"c\xc3"]
+    raw: list[tuple[Any, ...]] = []
+    for i in range(60):
+        key = bad_utf8[i % 4] if i % 5 == 0 else f"k{i % 7}".encode()
+        ts = 5_000 + (i * 37) % 50  # out of order: the count's timestamp is the largest so far
+        headers = [("n", str(i).encode())] if i % 3 == 0 else None
+        raw.append((key, f"v{i}".encode(), ts, None, headers))
+    raw += [(None, b"no key", 6_000), (b"k1", None, 6_001)]  # skipped, as the engine does
+    topo = _native_count_topology(src, dst)
+    builder = topo.internal_builder.set_application_id("native-count")
+    config = _config(kafka, tmp_path, "native-count")
+    assert native_count(builder, builder.node_groups()[0], StreamsConfig(config)) is not None
+
+    kafka.produce(src, raw[:25])
+    _run(_native_count_topology(src, dst), config, spark)
+    kafka.produce(src, raw[25:])
+    _run(_native_count_topology(src, dst), config, spark)
+
+    Out = dict[bytes, list[tuple[int, int, tuple[tuple[str, bytes | None], ...]]]]
+    got: Out = {}
+    for r in sorted(kafka.consume_all(dst, min_records=1, timeout=60), key=lambda r: (r.partition, r.offset)):
+        got.setdefault(r.key, []).append(
+            (L.deserializer().deserialize("", r.value), r.timestamp, tuple(r.headers))
+        )
+    want: Out = {}
+    produced = kafka.consume_all(src, min_records=len(raw))
+    for partition in range(3):  # one task per partition, records in offset order, as in Kafka Streams
+        with TopologyTestDriver(_native_count_topology(src, dst), {"application.id": "ref"}) as d:
+            inp = d.create_input_topic(src, Serdes.ByteArray(), Serdes.ByteArray())
+            for r in sorted(produced, key=lambda r: r.offset):
+                if r.partition == partition:
+                    inp.pipe_input(r.key, r.value, timestamp=r.timestamp, headers=list(r.headers))
+            for o in d.create_output_topic(dst, Serdes.ByteArray(), L).read_records_to_list():
+                want.setdefault(o.key, []).append((o.value, o.timestamp, tuple(o.headers.to_list())))
+    assert {k: v[-1] for k, v in got.items()} == {k: v[-1] for k, v in want.items()}
+    for key, seq in got.items():
+        assert set(seq) <= set(want[key]), key
+    assert b"a\xef\xbf\xbd" in got and got[b"k1"][-1][0] == 10 * sum(1 for r in raw[:60] if r[0] == b"k1")

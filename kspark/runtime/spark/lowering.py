@@ -1,0 +1,227 @@
+"""Native Spark plans for DSL operations Spark can compute itself with the engine's exact results.
+
+Today one operation: ``KGroupedStream.count()`` whose table only goes
+``toStream()`` into stateless DSL operations and sinks, the most common
+stateful topology there is. Spark's own streaming aggregation keeps the
+counts (JVM, its state store) instead of the Python engine, and only the
+updated counts -- one row per key per micro-batch -- reach Python, where the
+engine runs the downstream operations from the count's node on
+(:meth:`~kspark.processor.internals.task.StreamTask.forward_from`).
+
+Identical to the engine, with the record cache on (which is when lowering
+applies): Kafka Streams forwards a cached count at commit, one record per
+changed key with the latest count and the largest input timestamp so far
+(KIP-258), and a micro-batch is a commit; ``count(*)``, ``max(timestamp)``
+and the headers and offset of the latest record, grouped by (task, key
+bytes), are exactly those. With the cache off, every update is forwarded;
+that is not lowered. Records with a null key or value are skipped, as the
+engine does, and logged per batch.
+
+A count is lowered only when bytes in equal bytes out, with no chance of a
+deserialization error the engine would have raised: the source's key
+deserializer and the store's key serde are both String (UTF-8) or both
+ByteArray/Bytes, the value deserializer is String, ByteArray or Bytes, the
+timestamp is the record's own (a standard extractor). String keys are
+grouped as the engine stores them: invalid UTF-8 is replaced as decoding
+with replacement and re-encoding does.
+
+``spark.kspark.nativeLowering=false`` turns lowering off. Lowered and not
+lowered plans keep different state, so switching needs a new
+``application.id`` (or a reset), as any change of a stateful plan does.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kspark.config import StreamsConfig
+from kspark.kstream.internals import kstream_processors as kp
+from kspark.kstream.internals.change import Change
+from kspark.kstream.internals.ktable_processors import KStreamCount
+from kspark.processor.api import Record
+from kspark.processor.internals.builder import InternalTopologyBuilder
+from kspark.processor.internals.records import ProcessorRecordContext
+from kspark.processor.internals.timestamp_extractors import (
+    FailOnInvalidTimestamp,
+    LogAndSkipOnInvalidTimestamp,
+    UsePartitionTimeOnInvalidTimestamp,
+)
+from kspark.serde.api import Serde
+from kspark.serde.primitives import ByteArrayDeserializer, StringDeserializer
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+    from kspark.runtime.spark.tasks import TopologySpec
+
+__all__ = ["NATIVE_LOWERING", "NativeCount", "native_count", "count_plan", "CountTail"]
+
+NATIVE_LOWERING = "spark.kspark.nativeLowering"
+"""Config key: ``false`` runs every stateful sub-topology in the engine (default ``true``)."""
+
+_log = logging.getLogger(__name__)
+
+# Stateless DSL processors the engine may run downstream of a lowered count: no stores, no punctuation.
+_TAIL_SUPPLIERS = (
+    kp.KStreamFilter,
+    kp.KStreamMap,
+    kp.KStreamMapValues,
+    kp.KStreamFlatMap,
+    kp.KStreamFlatMapValues,
+    kp.KStreamPeek,
+    kp.ForeachProcessor,
+    kp.KStreamPrint,
+    kp.KStreamBranch,
+    kp.PassThrough,
+)
+# Extractors that return the record's timestamp for every record Kafka can hold (timestamps >= 0).
+_RECORD_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp)
+
+
+@dataclass(frozen=True)
+class NativeCount:
+    """A sub-topology whose count Spark computes: the count's node and how its keys are compared."""
+
+    aggregate: str  # the count's processor node
+    utf8_keys: bool  # String keys: grouped by their UTF-8 re-encoding, as the engine's store holds them
+    key_deserializer: Any  # the store's key deserializer: the key the count forwards
+
+
+def _kind(serde_or_deserializer: Any) -> str | None:
+    """'utf8' or 'bytes' for the (de)serializers whose bytes survive a round trip; None otherwise."""
+    d = serde_or_deserializer
+    if isinstance(d, Serde):
+        d = d.deserializer()
+    if isinstance(d, StringDeserializer):
+        return "utf8" if codecs.lookup(d.encoding).name == "utf-8" else None
+    if isinstance(d, ByteArrayDeserializer):
+        return "bytes"
+    return None
+
+
+def native_count(
+    builder: InternalTopologyBuilder, nodes: list[str], config: StreamsConfig
+) -> NativeCount | None:
+    """How to run sub-topology ``nodes`` as a native count, or None when it is not one (see module doc)."""
+    if str(config.get(NATIVE_LOWERING) or "true").lower() == "false" or config.cache_max_bytes() <= 0:
+        return None
+    with_stores = [n for n in nodes if builder.node_stores(n)]
+    if len(with_stores) != 1:
+        return None
+    (aggregate,) = with_stores
+    supplier = builder.processor_supplier(aggregate)
+    stores = builder.node_stores(aggregate)
+    if not isinstance(supplier, KStreamCount) or supplier.send_old_values or len(stores) != 1:
+        return None
+    store_builder = builder.store_builder(stores[0])
+    if not store_builder.caching_enabled() or builder.store_users(stores[0]) != [aggregate]:
+        return None
+    sources = builder.predecessors(aggregate)
+    source_info = builder.source_deserializers(sources[0]) if len(sources) == 1 else None
+    if source_info is None:
+        return None
+    (source,) = sources
+    if builder.successors(source) != [aggregate] or len(builder.source_topics_of(source)) != 1:
+        return None
+    key_deserializer = source_info[0] or _deserializer(config.default_key_serde())
+    value_deserializer = source_info[1] or _deserializer(config.default_value_serde())
+    store_key_serde = store_builder.key_serde or config.default_key_serde()
+    key_kind = _kind(key_deserializer)
+    if key_kind is None or _kind(store_key_serde) != key_kind or _kind(value_deserializer) is None:
+        return None
+    if not isinstance(source_info[2] or config.default_timestamp_extractor(), _RECORD_TIMESTAMP):
+        return None
+    for node in nodes:
+        if node in (source, aggregate):
+            continue
+        if builder.source_deserializers(node) is not None or builder.node_stores(node):
+            return None
+        node_supplier = builder.processor_supplier(node)
+        if node_supplier is not None and not isinstance(node_supplier, _TAIL_SUPPLIERS):
+            return None
+    children = builder.successors(aggregate)
+    if not children or any(
+        not isinstance(builder.processor_supplier(c), kp.KStreamMapValues) for c in children
+    ):
+        return None  # anything but toStream() would read the table through its store
+    return NativeCount(aggregate, key_kind == "utf8", store_key_serde.deserializer())
+
+
+def _deserializer(serde: Any) -> Any:
+    return None if serde is None else serde.deserializer()
+
+
+def count_plan(source: DataFrame, native: NativeCount) -> DataFrame:
+    """The streaming aggregation: per (task, key) the count, latest timestamp, offset and headers.
+
+    Records the engine skips (null key or value) are grouped under a null key,
+    so that the tail can log them.
+    """
+    from pyspark.sql import functions as F
+
+    key = F.col("key")
+    if native.utf8_keys:
+        # Spark's `decode` refuses malformed UTF-8 (ANSI mode); make_valid_utf8 replaces it with U+FFFD.
+        key = F.expr(
+            "CASE WHEN is_valid_utf8(CAST(key AS STRING)) THEN key "
+            "ELSE encode(make_valid_utf8(CAST(key AS STRING)), 'UTF-8') END"
+        )
+    skipped = F.col("key").isNull() | F.col("value").isNull()
+    return source.groupBy(F.col("partition"), F.when(~skipped, key).alias("key")).agg(
+        F.count(F.lit(1)).alias("count"),
+        F.max("timestamp").alias("timestamp"),
+        F.max("offset").alias("offset"),
+        F.max_by("headers", "offset").alias("headers"),
+        F.max_by("topic", "offset").alias("topic"),
+    )
+
+
+class CountTail:
+    """``mapInArrow`` over a batch's updated counts: the engine runs what follows the count, then writes."""
+
+    def __init__(self, spec: TopologySpec, native: NativeCount) -> None:
+        self.spec = spec
+        self.native = native
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from kspark.runtime.spark.kafka_io import RecordSender
+        from kspark.runtime.spark.tasks import kafka_headers, warm_stateless_task, written_batch
+
+        sender = RecordSender(self.spec.producer_config)
+        deserializer = self.native.key_deserializer
+        for batch in batches:
+            self.spec.global_replica()
+            cols = batch.to_pydict()
+            for partition, key, count, ts, offset, headers, topic in zip(
+                cols["partition"],
+                cols["key"],
+                cols["count"],
+                cols["timestamp"],
+                cols["offset"],
+                cols["headers"],
+                cols["topic"],
+                strict=True,
+            ):
+                if key is None:
+                    _log.warning(
+                        "Skipping record due to null key or value: %s such records so far in task %s_%s (%s)",
+                        count,
+                        self.spec.subtopology,
+                        partition,
+                        self.native.aggregate,
+                    )
+                    continue
+                task = warm_stateless_task(self.spec, partition)
+                hdrs = kafka_headers(headers)
+                task.forward_from(
+                    self.native.aggregate,
+                    Record(deserializer.deserialize(topic, key), Change(count, None), ts, hdrs),
+                    ProcessorRecordContext(ts, offset, partition, topic, hdrs),
+                )
+                sender.send(task.drain_output())
+        yield written_batch(sender.close())
