@@ -8,17 +8,16 @@ The Spark runner runs the very same engine as the test driver
 * :class:`StatelessStage` (``mapInArrow``) for a sub-topology without state
   stores or punctuation: no shuffle, Spark's partition of a Kafka
   topic-partition is the task's input.
-* :class:`TaskStage` (``transformWithStateInPandas`` grouped by the task's
-  partition number) for a sub-topology with stores. The grouping key is the
-  *task*, not the record key, so one call per task per micro-batch carries
-  all of its records (per-key Python/JVM round trips would dominate:
-  shared/DESIGN.md), processing order and stream time are Kafka Streams'
-  per-task ones whatever the batch cuts, and processors may touch any key
-  of their stores. Each store's changelog lives in a Spark ``MapState``
-  (key bytes -> value bytes and timestamp): the engine's changelog records
-  are applied to it at the end of every batch, and a task that is not
-  already warm in this Python worker is restored from it, as Kafka Streams
-  restores a store from its changelog topic.
+* :class:`TaskStage` (``transformWithStateInPandas`` grouped by the task,
+  :mod:`kspark.runtime.spark.shuffle`) for a sub-topology with stores. The
+  grouping key is the *task*, not the record key, so one call per task per
+  micro-batch carries all of its records (per-key Python/JVM round trips
+  would dominate: shared/DESIGN.md), processing order and stream time are
+  Kafka Streams' per-task ones whatever the batch cuts, and processors may
+  touch any key of their stores. The stores' changelogs live in a Spark
+  ``ListState``, one row per batch (see :class:`TaskStage`), and a task that
+  is not already warm in this Python worker is restored from it, as Kafka
+  Streams restores a store from its changelog topic.
 
 Both stages write their tasks' output records to Kafka themselves
 (:class:`~kspark.runtime.spark.kafka_io.RecordSender`) and return one
