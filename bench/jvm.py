@@ -11,12 +11,10 @@ resolved once with Maven from ``bench/jvm/kafka-tools/pom.xml`` into
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from kspark.dev.jars import compile_java, find_java, find_maven, kspark_home
+from kspark.dev.jars import compile_java, find_java, find_maven, kspark_home, staged_dir
 
 __all__ = ["kstreams_classpath", "kafka_tools_classpath", "java"]
 
@@ -39,9 +37,7 @@ def kafka_tools_classpath() -> str:
     """Kafka 4.1.1's tools jar and its dependencies (ProducerPerformance, ConsumerPerformance)."""
     out = kspark_home() / "bench" / "kafka-tools-4.1.1"
     if not (out / _STAMP).exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
-        try:
+        with staged_dir(out) as tmp:
             proc = subprocess.run(
                 [
                     str(find_maven()),
@@ -62,10 +58,4 @@ def kafka_tools_classpath() -> str:
             if proc.returncode != 0:
                 raise RuntimeError(f"Maven could not resolve kafka-tools 4.1.1:\n{proc.stdout[-4000:]}")
             (tmp / _STAMP).write_text("ok\n")
-            if out.exists():
-                shutil.rmtree(out)
-            os.rename(tmp, out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
     return os.pathsep.join(str(p) for p in sorted(out.glob("*.jar")))

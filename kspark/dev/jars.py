@@ -47,6 +47,7 @@ __all__ = [
     "find_maven",
     "bootstrap_maven",
     "bundle_dir",
+    "staged_dir",
     "is_resolved",
     "resolve_bundle",
     "classpath",
@@ -324,8 +325,7 @@ def resolve_bundle(
         if log:
             log(f"kspark: fetching {bundle.name} {bundle.version} jars from Maven Central into {final}")
         started = time.monotonic()
-        tmp = Path(tempfile.mkdtemp(dir=jars_root, prefix=f".tmp-{bundle.key}-"))
-        try:
+        with staged_dir(final) as tmp:
             _run_maven(mvn, java, pom, tmp, home / "m2", bundle)
             jars = _jars(tmp)
             if not jars:
@@ -341,13 +341,6 @@ def resolve_bundle(
                 "seconds": seconds,
             }
             (tmp / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
-            if final.exists():
-                # A stale bundle from an older pom: replace it whole.
-                shutil.rmtree(final)
-            os.rename(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         if log:
             log(f"kspark: {bundle.name}: {len(jars)} jars, {size / 1e6:.1f} MB in {seconds} s")
     return _jars(final)
@@ -401,6 +394,26 @@ def classpath(names: Sequence[str], home: Path | None = None) -> list[Path]:
     return out
 
 
+@contextlib.contextmanager
+def staged_dir(final: Path) -> Iterator[Path]:
+    """A fresh temp dir beside ``final`` that replaces ``final`` whole when the block succeeds.
+
+    A cache entry is either complete or absent: an interrupted or failed
+    build removes its temp dir, and a stale ``final`` (built from older
+    inputs) goes only once its replacement is complete.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".tmp-{final.name}-"))
+    try:
+        yield tmp
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def compile_java(name: str, sources: Sequence[Path], bundle: str, home: Path | None = None) -> str:
     """Compile ``sources`` once against a jar bundle; return the classpath that runs them.
 
@@ -416,21 +429,13 @@ def compile_java(name: str, sources: Sequence[Path], bundle: str, home: Path | N
         digest.update(src.read_bytes())
     out = (home or kspark_home()) / "java" / name / digest.hexdigest()[:16]
     if not (out / ".built").exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=".tmp-"))
-        try:
+        with staged_dir(out) as tmp:
             cp = os.pathsep.join(map(str, jars))
             command = [_javac(), "-nowarn", "--release", "17", "-cp", cp, "-d", str(tmp / "classes")]
             proc = subprocess.run([*command, *map(str, sorted(sources))], capture_output=True, text=True)
             if proc.returncode != 0:
                 raise DevToolsError(f"javac failed on {name}:\n{proc.stderr[-4000:]}")
             (tmp / ".built").write_text("ok\n")
-            if out.exists():
-                shutil.rmtree(out)
-            os.rename(tmp, out)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
     return os.pathsep.join([str(out / "classes"), *map(str, jars)])
 
 

@@ -185,3 +185,18 @@ def test_real_bundles_resolve_to_the_pinned_jars() -> None:
     broker = {p.name for p in jars.resolve_bundle("kafka-broker")}
     assert "kafka_2.13-4.1.1.jar" in broker
     assert "log4j-slf4j-impl-2.24.3.jar" in broker
+
+
+def test_staged_dir_replaces_the_old_entry_only_when_the_new_one_is_complete(tmp_path: Path) -> None:
+    final = tmp_path / "cache" / "entry"
+    final.mkdir(parents=True)
+    (final / "old").write_text("old")
+    with pytest.raises(RuntimeError, match="build failed"), jars.staged_dir(final) as tmp:
+        (tmp / "half").write_text("x")
+        raise RuntimeError("build failed")
+    assert [p.name for p in final.iterdir()] == ["old"]  # untouched, and no temp dir left
+    assert [p.name for p in final.parent.iterdir()] == ["entry"]
+    with jars.staged_dir(final) as tmp:
+        (tmp / "new").write_text("new")
+    assert [p.name for p in final.iterdir()] == ["new"]
+    assert [p.name for p in final.parent.iterdir()] == ["entry"]
