@@ -262,6 +262,57 @@ class _OutputWatcher:
         self.consumer.close()
 
 
+def _spec(
+    system: System,
+    args: argparse.Namespace,
+    kafka: LocalKafka,
+    run_id: str,
+    workload: str,
+    input_topic: str,
+    output: str,
+    table_topic: str | None,
+    state_dir: str,
+) -> dict[str, Any]:
+    """What a system process is told to run (its one command-line argument, as JSON)."""
+    return {
+        "workload": workload,
+        "bootstrap": kafka.bootstrap_servers,
+        "input": input_topic,
+        "output": output,
+        "table": table_topic,
+        "app_id": f"bench-{run_id}",
+        "state_dir": state_dir,
+        "commit_ms": args.commit_ms,
+        "partitions": args.partitions,
+        "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
+    }
+
+
+def _launch(
+    system: System,
+    spec: dict[str, Any],
+    args: argparse.Namespace,
+    logs: Path,
+    instance: int,
+    stack: contextlib.ExitStack,
+) -> subprocess.Popen[str]:
+    """Start instance ``instance`` of a system in its own process group, stderr to ``logs``."""
+    paths = [args.kspark_src, str(REPO)] if args.kspark_src else [str(REPO)]
+    return subprocess.Popen(
+        system.command(spec, args),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stack.enter_context(open(logs / f"stderr-{instance}.log", "w")),
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+        # Not the repository: Python puts the cwd first on sys.path of `python -m`
+        # processes, Spark's Python workers included, which then ran the working
+        # tree's kspark instead of the exported revision.
+        cwd=logs,
+        start_new_session=True,
+    )
+
+
 def run_system(
     kafka: LocalKafka,
     system: System,
@@ -276,20 +327,7 @@ def run_system(
     output = f"out-{run_id}"
     kafka.create_topic(output, args.partitions, {"message.timestamp.type": "LogAppendTime"})
     state_dir = tempfile.mkdtemp(prefix=f"bench-{run_id}-")
-    spec = {
-        "workload": workload,
-        "bootstrap": kafka.bootstrap_servers,
-        "input": input_topic,
-        "output": output,
-        "table": table_topic,
-        "app_id": f"bench-{run_id}",
-        "state_dir": state_dir,
-        "commit_ms": args.commit_ms,
-        "partitions": args.partitions,
-        "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
-    }
-    paths = [args.kspark_src, str(REPO)] if args.kspark_src else [str(REPO)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    spec = _spec(system, args, kafka, run_id, workload, input_topic, output, table_topic, state_dir)
     checker = Checker(workload, n, system.count_format.get(workload, "long"))
     watcher = _OutputWatcher(kafka.bootstrap_servers, output, args.partitions, checker)
     logs = Path(args.logs) / run_id
@@ -311,21 +349,7 @@ def run_system(
     stack = contextlib.ExitStack()
     try:
         for i in range(system.instances(spec)):
-            procs.append(
-                subprocess.Popen(
-                    system.command(spec, args),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=stack.enter_context(open(logs / f"stderr-{i}.log", "w")),  # noqa: SIM115
-                    text=True,
-                    env=env,
-                    # Not the repository: Python puts the cwd first on sys.path of `python -m`
-                    # processes, Spark's Python workers included, which then ran the working
-                    # tree's kspark instead of the exported revision.
-                    cwd=logs,
-                    start_new_session=True,
-                )
-            )
+            procs.append(_launch(system, spec, args, logs, i, stack))
         threading.Thread(target=sample, daemon=True).start()
         if args.py_spy and system.name in args.py_spy.split(","):
             spies = [
@@ -431,20 +455,7 @@ def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> 
     kafka.create_topic(input_topic, args.partitions)
     kafka.create_topic(output, args.partitions, {"message.timestamp.type": "LogAppendTime"})
     state_dir = tempfile.mkdtemp(prefix=f"bench-{run_id}-")
-    spec = {
-        "workload": "W1",
-        "bootstrap": kafka.bootstrap_servers,
-        "input": input_topic,
-        "output": output,
-        "table": None,
-        "app_id": f"bench-{run_id}",
-        "state_dir": state_dir,
-        "commit_ms": args.commit_ms,
-        "partitions": args.partitions,
-        "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
-    }
-    paths = [args.kspark_src, str(REPO)] if args.kspark_src else [str(REPO)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    spec = _spec(system, args, kafka, run_id, "W1", input_topic, output, None, state_dir)
     logs = Path(args.logs) / run_id
     logs.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[str]] = []
@@ -453,21 +464,7 @@ def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> 
     seen: set[int] = set()
     with contextlib.ExitStack() as stack:
         for i in range(system.instances(spec)):
-            procs.append(
-                subprocess.Popen(
-                    system.command(spec, args),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=stack.enter_context(open(logs / f"stderr-{i}.log", "w")),
-                    text=True,
-                    env=env,
-                    # Not the repository: Python puts the cwd first on sys.path of `python -m`
-                    # processes, Spark's Python workers included, which then ran the working
-                    # tree's kspark instead of the exported revision.
-                    cwd=logs,
-                    start_new_session=True,
-                )
-            )
+            procs.append(_launch(system, spec, args, logs, i, stack))
         producer = Producer(
             {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5, "partitioner": "murmur2_random"}
         )
