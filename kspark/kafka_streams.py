@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import shutil
 import threading
 from collections.abc import Callable, Mapping
@@ -209,15 +210,17 @@ class KafkaStreams:
             self._set_state(_State.ERROR)
 
     def close(self, timeout: timedelta | float | None = None) -> bool:
-        """Stop all queries (committed work stays committed); True when everything stopped."""
+        """Stop all queries after their running micro-batches finish and commit (at most ``timeout``;
+        a batch cut short runs again at the next start); True when everything stopped."""
         if self._state in (_State.NOT_RUNNING, _State.ERROR):
             return True
         self._stop_monitor.set()
         self._set_state(_State.PENDING_SHUTDOWN)
+        seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
         if self._runner is not None:
-            self._runner.stop()
+            # As Kafka Streams finishes the records in hand and commits on close.
+            self._runner.stop(drain_seconds=math.inf if seconds is None else max(seconds, 0.0))
         if self._monitor is not None and self._monitor is not threading.current_thread():
-            seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
             self._monitor.join(seconds)
         self._set_state(_State.NOT_RUNNING)
         return True

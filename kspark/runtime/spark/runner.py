@@ -19,8 +19,11 @@ executors; what reaches the driver per batch is one count per Spark task.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,23 +81,60 @@ def _first_line(error: BaseException) -> str:
     return best[0] if best else type(error).__name__
 
 
+class _StoppedDuringBatch(Exception):
+    """A micro-batch cut short by ``stop()``: nothing of it is committed; it runs again at the next start."""
+
+
+# Spark tells "interrupted by stop()" from a failure of a foreachBatch function by matching
+# this shape in the Python traceback (StreamExecution.PROXY_ERROR). Its regex recurses per
+# character: on the full traceback of a cancelled job (Java stack traces included) it overflows
+# the stack and Spark prints a StackOverflowError of ~1,000 lines. A short message that still
+# has the shape is classified as the stop it is.
+_STOPPED_MESSAGE = (
+    "micro-batch {batch_id} was cancelled by stop() and runs again from the checkpoint at the next start"
+    " (py4j.protocol.Py4JJavaError: An error occurred while calling foreachBatch:"
+    " java.lang.InterruptedException)"
+)
+
+
 class _RunBatch:
     """The ``foreachBatch`` function: run a micro-batch (its stage writes the output) and count the output.
 
     ``tail``: a ``mapInArrow`` function over the batch's rows that writes the
     output itself (a native count's updated rows go through it).
+    ``stopping``: set by :meth:`SparkRunner.stop`; a batch that fails after it
+    was cancelled by the stop.
     """
 
-    def __init__(self, on_batch: Callable[[int, int], None] | None, tail: Any = None) -> None:
+    def __init__(
+        self,
+        on_batch: Callable[[int, int], None] | None,
+        tail: Any = None,
+        stopping: threading.Event | None = None,
+    ) -> None:
         self.on_batch = on_batch
         self.tail = tail
+        self.stopping = stopping if stopping is not None else threading.Event()
+        self.idle = threading.Event()
+        self.idle.set()
+        self.last_done = -1  # the last batch id this function returned from
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        if self.tail is not None:
-            df = df.mapInArrow(self.tail, WRITTEN_DDL)
-        written = sum(int(r["written"]) for r in df.collect())
-        if self.on_batch is not None:
-            self.on_batch(batch_id, written)
+        self.idle.clear()
+        try:
+            if self.tail is not None:
+                df = df.mapInArrow(self.tail, WRITTEN_DDL)
+            try:
+                written = sum(int(r["written"]) for r in df.collect())
+            except Exception:
+                if self.stopping.is_set():
+                    raise _StoppedDuringBatch(_STOPPED_MESSAGE.format(batch_id=batch_id)) from None
+                raise
+            if self.on_batch is not None:
+                self.on_batch(batch_id, written)
+            self.last_done = batch_id
+        finally:
+            self.idle.set()
 
 
 class SparkRunner:
@@ -109,6 +149,8 @@ class SparkRunner:
         self.builder.validate()
 
         self.queries: list[StreamingQuery] = []
+        self._batch_functions: dict[str, _RunBatch] = {}  # by query name
+        self._stopping = threading.Event()
         self.records_written = 0
         self.partitions: dict[str, int] = {}
         self.instance = uuid.uuid4().hex
@@ -253,9 +295,11 @@ class SparkRunner:
 
     def start_query(self, plan: SubtopologyPlan, *, available_now: bool) -> StreamingQuery:
         stage, tail = self._stage(plan, continuous=not available_now)
+        run_batch = _RunBatch(self._on_batch, tail, self._stopping)
+        self._batch_functions[plan.query_name] = run_batch
         writer = (
             stage.writeStream.queryName(plan.query_name)
-            .foreachBatch(_RunBatch(self._on_batch, tail))
+            .foreachBatch(run_batch)
             .option("checkpointLocation", self.checkpoint_dir(plan))
             .outputMode("update")
         )
@@ -298,6 +342,7 @@ class SparkRunner:
         return total
 
     def start(self) -> list[StreamingQuery]:
+        self._stopping.clear()
         self.prepare_topics()
         return [self.start_query(plan, available_now=False) for plan in self.plan()]
 
@@ -308,13 +353,37 @@ class SparkRunner:
                 return exc
         return None
 
-    def stop(self) -> None:
+    def stop(self, drain_seconds: float = 0.0) -> None:
+        """Stop every query. With ``drain_seconds`` > 0 (``KafkaStreams.close``), first let the
+        micro-batch each query is running finish and commit, as Kafka Streams finishes its
+        processing and commits on close; a batch still running after that long is cancelled
+        and runs again at the next start."""
+        self._stopping.set()
+        deadline = time.monotonic() + drain_seconds if math.isfinite(drain_seconds) else math.inf
         errors = []
         for q in list(self.queries):
             try:
+                if drain_seconds > 0:
+                    self._drain(q, deadline)
                 q.stop()
             except Exception as e:  # keep stopping the others, then report
                 errors.append(e)
         self.queries.clear()
+        self._batch_functions.clear()
         if errors:
             raise StreamsException(f"Stopping {len(errors)} queries failed: {errors[0]}") from errors[0]
+
+    def _drain(self, query: StreamingQuery, deadline: float) -> None:
+        run_batch = self._batch_functions.get(query.name)
+        if run_batch is None or not query.isActive:
+            return
+        if not run_batch.idle.wait(None if deadline == math.inf else max(0.0, deadline - time.monotonic())):
+            _log.warning("%s: the running micro-batch did not finish in time; cancelling it", query.name)
+            return
+        # The batch's output is written; Spark commits its offsets and state right after.
+        done = run_batch.last_done
+        while done >= 0 and time.monotonic() < deadline and query.isActive:
+            progress = query.lastProgress
+            if progress is not None and int(progress["batchId"]) >= done:
+                return
+            time.sleep(0.01)

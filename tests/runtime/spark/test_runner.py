@@ -10,6 +10,7 @@ sequences (the runner is checked against the reference interpreter).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -428,3 +429,44 @@ def test_native_count_gives_the_engines_final_counts_timestamps_and_headers_acro
     for key, seq in got.items():
         assert set(seq) <= set(want[key]), key
     assert b"a\xef\xbf\xbd" in got and got[b"k1"][-1][0] == 10 * sum(1 for r in raw[:60] if r[0] == b"k1")
+
+
+def test_close_lets_the_running_micro_batch_finish_and_commit(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    busy = tmp_path / "busy"
+
+    def slow_on_marker(value: str) -> str:
+        if value == "slow":
+            busy.write_text("x")
+            time.sleep(3)
+        return value.upper()
+
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).map_values(slow_on_marker).to(dst, Produced.with_(S, S))
+    config = _config(kafka, tmp_path, "drain", **{"commit.interval.ms": 200})
+    kafka.produce(src, [(b"k", b"a", 1), (b"k", b"slow", 2), (b"k", b"b", 3)])
+    app = KafkaStreams(b.build(), config, spark=spark)
+    app.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not busy.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert busy.exists(), "the batch never reached the slow record"
+    finally:
+        app.close()
+    # Kafka Streams finishes the records in hand and commits on close: all three are out...
+    assert [r.value for r in kafka.consume_all(dst)] == [b"A", b"SLOW", b"B"]
+
+    # ...and committed: a restart starts after them instead of running the batch again.
+    kafka.produce(src, [(b"k", b"c", 4)])
+    busy.unlink()
+    again = KafkaStreams(b.build(), config, spark=spark)
+    again.start()
+    try:
+        got = kafka.consume_all(dst, min_records=4, timeout=120)
+    finally:
+        again.close()
+    assert [r.value for r in got] == [b"A", b"SLOW", b"B", b"C"]
+    assert not busy.exists()

@@ -1,0 +1,68 @@
+"""The Spark runner's driver-side pieces that need no Spark: the foreachBatch function around a stop."""
+
+from __future__ import annotations
+
+import re
+import threading
+import traceback
+from typing import Any
+
+import pytest
+
+from kspark.runtime.spark.runner import _RunBatch
+
+# Spark's StreamExecution.PROXY_ERROR, which decides whether a failed foreachBatch was
+# "interrupted by stop()" (quiet) or a query failure (logged with its stack).
+_SPARK_PROXY_ERROR = re.compile(
+    r"py4j.protocol.Py4JJavaError: An error occurred while calling(.*)"
+    r"(java\.lang\.InterruptedException|java\.io\.InterruptedIOException"
+    r"|java\.nio\.channels\.ClosedByInterruptException)",
+    re.S,
+)
+
+
+class _Batch:
+    def __init__(self, rows: list[dict[str, int]] | None = None, error: Exception | None = None) -> None:
+        self.rows = rows or []
+        self.error = error
+
+    def collect(self) -> list[dict[str, int]]:
+        if self.error is not None:
+            raise self.error
+        return self.rows
+
+
+def _traceback_of(call: Any) -> str:
+    try:
+        call()
+    except Exception as e:
+        return "".join(traceback.format_exception(e))
+    raise AssertionError("expected the call to raise")
+
+
+def test_a_batch_counts_its_output_and_reports_it() -> None:
+    seen: list[tuple[int, int]] = []
+    run = _RunBatch(lambda batch, written: seen.append((batch, written)))
+    run(_Batch([{"written": 2}, {"written": 3}]), 7)  # type: ignore[arg-type]
+    assert seen == [(7, 5)] and run.last_done == 7 and run.idle.is_set()
+
+
+def test_a_failure_while_running_is_the_failure_itself() -> None:
+    run = _RunBatch(None)
+    with pytest.raises(ValueError, match="boom"):
+        run(_Batch(error=ValueError("boom")), 1)  # type: ignore[arg-type]
+    assert run.idle.is_set() and run.last_done == -1
+
+
+def test_a_batch_cancelled_by_stop_fails_short_and_in_the_shape_spark_reads_as_a_stop() -> None:
+    stopping = threading.Event()
+    run = _RunBatch(None, stopping=stopping)
+    stopping.set()
+    # What a cancelled job looks like from Python: a Py4J error carrying Java stack traces.
+    cancelled = RuntimeError("[SPARK_JOB_CANCELLED] Job 2 cancelled\n" + "\tat org.apache.spark.Foo\n" * 5000)
+    text = _traceback_of(lambda: run(_Batch(error=cancelled), 3))  # type: ignore[arg-type]
+    assert "_StoppedDuringBatch" in text and "micro-batch 3 was cancelled by stop()" in text
+    assert _SPARK_PROXY_ERROR.search(text)
+    # No chained cause: Spark's regex recurses per character of this text.
+    assert "SPARK_JOB_CANCELLED" not in text and len(text) < 2_000
+    assert run.idle.is_set() and run.last_done == -1
