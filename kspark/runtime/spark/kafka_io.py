@@ -4,8 +4,8 @@ The source is Spark's Kafka connector read as ``read_committed``, reduced to
 the columns a task needs (timestamps as epoch milliseconds). The sink is
 kspark's own: Spark's Kafka sink cannot set record timestamps (Kafka Streams
 keeps the input record's timestamp on output) and is at-least-once only, so
-the stage that runs the tasks writes their output records itself, with one
-confluent-kafka producer per Spark task (:class:`RecordSender`), and hands
+the stage that runs the tasks writes their output records itself, with a
+confluent-kafka producer kept warm in the Python worker (:class:`RecordSender`), and hands
 Spark only a count. Records never travel to the driver, nor back to the JVM
 and into a second Python stage (the runner did that first: a whole extra
 Arrow round trip per output record). Keyed records are partitioned with
@@ -15,6 +15,9 @@ match Kafka Streams'.
 
 from __future__ import annotations
 
+import json
+import logging
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -97,40 +100,94 @@ def producer_config(bootstrap_servers: str, extra: Mapping[str, Any] | None = No
     return conf
 
 
+_IDLE_PRODUCER_SECONDS = 60.0
+_LOG = logging.getLogger("kspark.producer")
+
+
+class _WarmProducer:
+    """A producer of this Python worker process and the delivery errors it reported."""
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        from confluent_kafka import Producer
+
+        self.errors: list[str] = []
+        self.idle_timer: threading.Timer | None = None
+        # Delivery reports for failed records only: a Python callback per delivered
+        # record was a tenth of the sink's cost, and success needs no action here.
+        # librdkafka's log lines through Python logging are served by poll()/flush()
+        # only: a producer in use reports as before, an idle warm one (its broker
+        # gone with its application, say) does not print reconnect failures.
+        self.producer = Producer(
+            {
+                **conf,
+                "on_delivery": self._on_delivery,
+                "delivery.report.only.error": True,
+                "log.connection.close": False,
+                "logger": _LOG,
+            }
+        )
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+
+
+_WARM_LOCK = threading.Lock()
+_WARM: dict[str, _WarmProducer] = {}  # by config; only producers no task is using
+
+
+def _borrow(key: str, conf: Mapping[str, Any]) -> _WarmProducer:
+    with _WARM_LOCK:
+        warm = _WARM.pop(key, None)
+    if warm is None:
+        return _WarmProducer(conf)
+    if warm.idle_timer is not None:
+        warm.idle_timer.cancel()
+    return warm
+
+
+def _give_back(key: str, warm: _WarmProducer) -> None:
+    def evict() -> None:
+        with _WARM_LOCK:
+            if _WARM.get(key) is warm:
+                del _WARM[key]  # the last reference: librdkafka's client is destroyed
+
+    warm.idle_timer = threading.Timer(_IDLE_PRODUCER_SECONDS, evict)
+    warm.idle_timer.daemon = True
+    with _WARM_LOCK:
+        _WARM[key] = warm
+    warm.idle_timer.start()
+
+
 class RecordSender:
-    """Writes a Spark task's output records to Kafka with a producer of its own.
+    """Writes a Spark task's output records to Kafka.
 
     Opened lazily in the worker (only plain config is pickled), closed by
     :meth:`close`, which waits for every delivery: a delivery failure raises,
     failing the Spark task so that the micro-batch is retried -- at-least-once,
-    never a silent drop. One producer per Spark task, gone when the task ends:
-    a producer kept warm in the worker would outlive the application (and its
-    broker) and keep reconnecting; exactly-once needs one transactional
-    producer per task anyway.
+    never a silent drop.
+
+    The producer is borrowed from the worker process and given back after a
+    clean close, so the next Spark task in this worker (the next micro-batch)
+    reuses it: a fresh idempotent librdkafka producer waits ~0.5 s for its
+    producer id before its first delivery (``python -m bench.producer_start``),
+    a fixed cost that dominated small micro-batches. A producer left idle for
+    60 s is closed, so one does not outlive its application for long; one
+    whose task failed, or that reported a delivery error, is never reused.
     """
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
         self.conf = dict(conf)
         self.written = 0
-        self._errors: list[str] = []
-        self._producer: Any = None
-
-    def _on_delivery(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self._errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+        self._key = json.dumps(self.conf, sort_keys=True, default=str)
+        self._warm: _WarmProducer | None = None
 
     def _open(self) -> Any:
-        from confluent_kafka import Producer
-
-        # Delivery reports for failed records only: a Python callback per delivered
-        # record was a tenth of the sink's cost, and success needs no action here.
-        self._producer = Producer(
-            {**self.conf, "on_delivery": self._on_delivery, "delivery.report.only.error": True}
-        )
-        return self._producer
+        self._warm = _borrow(self._key, self.conf)
+        return self._warm.producer
 
     def send(self, records: Iterable[OutputRecord]) -> None:
-        producer = self._producer or self._open()
+        producer = self._warm.producer if self._warm is not None else self._open()
         produce = producer.produce
         written = 0
         for r in records:
@@ -149,12 +206,13 @@ class RecordSender:
 
     def close(self) -> int:
         """Wait for every record to be delivered; returns how many were written."""
-        if self._producer is None:
+        warm, self._warm = self._warm, None
+        if warm is None:
             return 0
-        remaining = self._producer.flush(120)
-        self._producer = None
+        remaining = warm.producer.flush(120)
         if remaining:
             raise StreamsException(f"{remaining} records were not delivered to Kafka within 120 s")
-        if self._errors:
-            raise StreamsException(f"Kafka rejected {len(self._errors)} records, first: {self._errors[0]}")
+        if warm.errors:
+            raise StreamsException(f"Kafka rejected {len(warm.errors)} records, first: {warm.errors[0]}")
+        _give_back(self._key, warm)
         return self.written

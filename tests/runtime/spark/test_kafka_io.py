@@ -1,0 +1,73 @@
+"""kspark's Kafka sink on a real broker: every record delivered, a warm producer per worker, errors raised."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from kspark.dev.kafka import LocalKafka
+from kspark.errors import StreamsException
+from kspark.processor.internals.records import OutputRecord
+from kspark.runtime.spark import kafka_io
+from kspark.runtime.spark.kafka_io import RecordSender, producer_config
+
+pytestmark = [pytest.mark.integration]
+
+
+def _records(topic: str, start: int, n: int) -> list[OutputRecord]:
+    return [OutputRecord(topic, 0, b"k%d" % i, b"v%d" % i, 1000 + i) for i in range(start, start + n)]
+
+
+def test_consecutive_tasks_reuse_one_producer_and_every_record_arrives_in_order(
+    kafka: LocalKafka, topic_factory: Callable[..., str]
+) -> None:
+    topic = topic_factory("sink", partitions=1)
+    conf = producer_config(kafka.bootstrap_servers, {"client.id": f"reuse-{topic}"})
+    first = RecordSender(conf)
+    first.send(_records(topic, 0, 100))
+    producer = first._warm.producer if first._warm else None
+    assert first.close() == 100
+
+    second = RecordSender(conf)
+    second.send(_records(topic, 100, 50))
+    assert second._warm is not None and second._warm.producer is producer
+    assert second.close() == 50
+    got = kafka.consume_all(topic, min_records=150)
+    assert [(r.key, r.value, r.timestamp) for r in got] == [
+        (b"k%d" % i, b"v%d" % i, 1000 + i) for i in range(150)
+    ]
+
+
+def test_a_delivery_failure_raises_and_its_producer_is_not_reused(
+    kafka: LocalKafka, topic_factory: Callable[..., str]
+) -> None:
+    # The broker does not create topics on demand: delivery to a missing one times out.
+    conf = producer_config(kafka.bootstrap_servers, {"message.timeout.ms": 1500, "client.id": "failing"})
+    sender = RecordSender(conf)
+    sender.send(_records("no-such-topic", 0, 3))
+    failed = sender._warm
+    with pytest.raises(StreamsException, match="no-such-topic"):
+        sender.close()
+    retry = RecordSender(conf)
+    retry.send([])
+    assert retry._warm is not failed
+    assert retry.close() == 0
+
+
+def test_an_idle_producer_is_closed(
+    kafka: LocalKafka, topic_factory: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kafka_io, "_IDLE_PRODUCER_SECONDS", 0.2)
+    topic = topic_factory("idle", partitions=1)
+    conf = producer_config(kafka.bootstrap_servers, {"client.id": f"idle-{topic}"})
+    sender = RecordSender(conf)
+    sender.send(_records(topic, 0, 1))
+    assert sender.close() == 1
+    key = sender._key
+    assert key in kafka_io._WARM
+    deadline = time.monotonic() + 10
+    while key in kafka_io._WARM and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert key not in kafka_io._WARM
