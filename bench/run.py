@@ -441,14 +441,19 @@ def run_system(
     return result
 
 
+_LATENCY_READY_RECORDS = 200
+
+
 def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> dict[str, Any]:
     """W1 at a fixed offered load: end-to-end latency from produce call to output append time.
 
-    The system starts on an empty input topic; the harness then produces
-    ``--latency-rate`` records/s for ``--latency-seconds`` and reads the output
-    as it arrives. Records produced in the first ``--latency-warmup`` seconds
-    (start-up, first micro-batch) are excluded from the percentiles. The
-    output must equal the expected W1 result for every record produced.
+    The system starts on an empty input topic; the harness produces
+    ``_LATENCY_READY_RECORDS`` records and waits for their output (the system
+    is up), then produces ``--latency-rate`` records/s for
+    ``--latency-seconds`` and reads the output as it arrives. Records produced
+    in the first ``--latency-warmup`` seconds of the load are excluded from the
+    percentiles. The output must equal the expected W1 result for every record
+    produced.
     """
     run_id = f"{system.name}-lat-{uuid.uuid4().hex[:6]}"
     input_topic, output = f"in-{run_id}", f"out-{run_id}"
@@ -490,12 +495,23 @@ def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> 
                     if sent[rec_id] >= start + args.latency_warmup:
                         latencies.append(msg.timestamp()[1] - sent[rec_id] * 1000)
 
+        def send(i: int) -> None:
+            e = next(events_from(i))
+            producer.produce(input_topic, key=e.key.encode(), value=event_value(e), timestamp=e.ts)
+
+        # The load starts once the system has answered a first few records: start-up
+        # (a JVM, a Spark session, Python workers) is not latency at a steady load.
+        for i in range(_LATENCY_READY_RECORDS):
+            send(i)
+        producer.flush(30)
+        ready_by = time.time() + args.timeout
+        while len(checker.by_id) < len(expected_w1(_LATENCY_READY_RECORDS)) and time.time() < ready_by:
+            read(0.5)
         start = time.time()
-        i = 0
+        i = _LATENCY_READY_RECORDS
         while (now := time.time()) - start < args.latency_seconds:
-            while i < int((now - start) * args.latency_rate):
-                e = next(events_from(i))
-                producer.produce(input_topic, key=e.key.encode(), value=event_value(e), timestamp=e.ts)
+            while i < _LATENCY_READY_RECORDS + int((now - start) * args.latency_rate):
+                send(i)
                 sent[i] = time.time()
                 i += 1
             producer.poll(0)
