@@ -1,6 +1,7 @@
 """What Spark itself costs on this machine: the ceiling under any Spark-based W1, kspark's included.
 
     python -m bench.spark_ceiling --records 1000000
+    python -m bench.spark_ceiling --records 100000 --micro-batches 10000
 
 Starts a LocalKafka, pre-loads the W1 input (as ``bench.run`` does), starts
 one Spark session with kspark's settings (``local[2]``) and times batch
@@ -13,12 +14,19 @@ reads of the whole topic, each a separate Spark job, in order:
 
 Each is run twice; the first of a kind includes query planning and, for the
 Python ones, the first worker. The rate is records / seconds of the job.
+
+With ``--micro-batches N`` it measures instead what a *streaming* micro-batch
+costs Spark alone: a query over the topic with ``maxOffsetsPerTrigger`` N, a
+1 s processing-time trigger and ``foreachBatch`` running ``mapInArrow``
+no-op, as kspark's stateless stage is run; it prints Spark's ``addBatch`` and
+``triggerExecution`` per batch (the first batch left out: start-up).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -59,6 +67,38 @@ def _w1_python(batches: Iterator[Any]) -> Iterator[Any]:
     yield pa.RecordBatch.from_pydict({"n": [n]})
 
 
+def _micro_batches(spark: Any, bootstrap: str, n: int, per_batch: int) -> None:
+    stream = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("assign", json.dumps({"in": [0, 1]}))
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(per_batch))
+        .option("includeHeaders", "true")
+        .load()
+    )
+    query = (
+        stream.writeStream.foreachBatch(lambda df, _: df.mapInArrow(_noop, "n long").collect())
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="spark-ceiling-"))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        while sum(p["numInputRows"] for p in query.recentProgress) < n:
+            if query.exception() is not None:
+                raise RuntimeError(f"the query failed: {query.exception()}")
+            time.sleep(0.5)
+    finally:
+        query.stop()
+    batches = [p["durationMs"] for p in query.recentProgress if p["numInputRows"]][1:]
+    print(f"{n:,} records in micro-batches of {per_batch:,}, 2 partitions, local[2], mapInArrow no-op")
+    print("| batch | addBatch ms | triggerExecution ms |\n| ---: | ---: | ---: |")
+    for i, ms in enumerate(batches, start=2):
+        print(f"| {i} | {ms['addBatch']:,} | {ms['triggerExecution']:,} |")
+    add = sorted(ms["addBatch"] for ms in batches)
+    print(f"addBatch min {add[0]:,} / median {add[len(add) // 2]:,} / max {add[-1]:,} ms")
+
+
 def main(argv: list[str] | None = None) -> None:
     from bench.run import preload
     from kspark.dev import LocalKafka
@@ -66,11 +106,16 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--micro-batches", type=int, default=0, help="records per streaming micro-batch")
     args = ap.parse_args(argv)
     n = args.records
     with LocalKafka() as kafka:
         preload(kafka, "in", n, 2)
         spark = create_spark_session({"spark.master": "local[2]"})
+        if args.micro_batches:
+            _micro_batches(spark, kafka.bootstrap_servers, n, args.micro_batches)
+            spark.stop()
+            return
 
         def source() -> Any:
             return (

@@ -210,20 +210,25 @@ class KafkaStreams:
             self._set_state(_State.ERROR)
 
     def close(self, timeout: timedelta | float | None = None) -> bool:
-        """Stop all queries after their running micro-batches finish and commit (at most ``timeout``;
-        a batch cut short runs again at the next start); True when everything stopped."""
+        """Stop all queries after their running micro-batches finish and commit.
+
+        With a ``timeout``, a batch still running when it is up is cancelled (it runs
+        again at the next start) and, as in Kafka Streams, ``close`` returns False.
+        """
         if self._state in (_State.NOT_RUNNING, _State.ERROR):
             return True
         self._stop_monitor.set()
         self._set_state(_State.PENDING_SHUTDOWN)
         seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+        in_time = True
         if self._runner is not None:
             # As Kafka Streams finishes the records in hand and commits on close.
-            self._runner.stop(drain_seconds=math.inf if seconds is None else max(seconds, 0.0))
+            in_time = self._runner.stop(drain_seconds=math.inf if seconds is None else max(seconds, 0.0))
         if self._monitor is not None and self._monitor is not threading.current_thread():
             self._monitor.join(seconds)
+            in_time = in_time and not self._monitor.is_alive()
         self._set_state(_State.NOT_RUNNING)
-        return True
+        return in_time
 
     def cleanup(self) -> None:
         """Delete this application's local state (checkpoints); only while not running."""

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from bench.systems.common import report, spec_from_argv, wait_for_stop
-from bench.systems.spark_progress import batches, first_input_ms
+from bench.systems.spark_progress import PROGRESS_RETENTION, batches, first_input_ms
 
 __all__ = ["build", "main", "keep", "score", "window_key", "join_tier"]
 
@@ -83,6 +83,7 @@ def main() -> None:
         "state.dir": spec["state_dir"],
         "commit.interval.ms": spec["commit_ms"],
         "spark.master": f"local[{spec['partitions']}]",
+        **PROGRESS_RETENTION,
         **spec.get("extra", {}),
     }
     app = KafkaStreams(build(spec), config)

@@ -15,7 +15,7 @@ import json
 import sys
 
 from bench.systems.common import report, spec_from_argv, wait_for_stop
-from bench.systems.spark_progress import batches, first_input_ms
+from bench.systems.spark_progress import PROGRESS_RETENTION, batches, first_input_ms
 
 __all__ = ["main"]
 
@@ -32,8 +32,11 @@ def main() -> None:
 
     from kspark.runtime.spark.jars import connector_jars
 
+    builder = SparkSession.builder
+    for key, value in PROGRESS_RETENTION.items():
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master(f"local[{spec['partitions']}]")
+        builder.master(f"local[{spec['partitions']}]")
         .appName("bench-pyspark")
         .config("spark.jars", ",".join(str(p) for p in connector_jars()))
         .config("spark.sql.shuffle.partitions", str(spec["partitions"]))

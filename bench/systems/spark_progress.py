@@ -5,7 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-__all__ = ["first_input_ms", "batches"]
+__all__ = ["first_input_ms", "batches", "PROGRESS_RETENTION"]
+
+PROGRESS_RETENTION = {"spark.sql.streaming.numRecentProgressUpdates": "100000"}
+"""Session settings for a benchmark app: Spark keeps only the last 100 progress reports by
+default, and a run of more micro-batches would report a late batch as its first."""
 
 
 def _ms(stamp: str) -> int:

@@ -353,18 +353,19 @@ class SparkRunner:
                 return exc
         return None
 
-    def stop(self, drain_seconds: float = 0.0) -> None:
+    def stop(self, drain_seconds: float = 0.0) -> bool:
         """Stop every query. With ``drain_seconds`` > 0 (``KafkaStreams.close``), first let the
         micro-batch each query is running finish and commit, as Kafka Streams finishes its
         processing and commits on close; a batch still running after that long is cancelled
-        and runs again at the next start."""
+        and runs again at the next start. True unless a batch had to be cancelled."""
         self._stopping.set()
         deadline = time.monotonic() + drain_seconds if math.isfinite(drain_seconds) else math.inf
+        drained = True
         errors = []
         for q in list(self.queries):
             try:
                 if drain_seconds > 0:
-                    self._drain(q, deadline)
+                    drained = self._drain(q, deadline) and drained
                 q.stop()
             except Exception as e:  # keep stopping the others, then report
                 errors.append(e)
@@ -372,18 +373,24 @@ class SparkRunner:
         self._batch_functions.clear()
         if errors:
             raise StreamsException(f"Stopping {len(errors)} queries failed: {errors[0]}") from errors[0]
+        return drained
 
-    def _drain(self, query: StreamingQuery, deadline: float) -> None:
+    def _drain(self, query: StreamingQuery, deadline: float) -> bool:
+        """Wait until the batch ``query`` is running (if any) is committed; False if not by ``deadline``."""
         run_batch = self._batch_functions.get(query.name)
         if run_batch is None or not query.isActive:
-            return
+            return True
         if not run_batch.idle.wait(None if deadline == math.inf else max(0.0, deadline - time.monotonic())):
             _log.warning("%s: the running micro-batch did not finish in time; cancelling it", query.name)
-            return
+            return False
         # The batch's output is written; Spark commits its offsets and state right after.
         done = run_batch.last_done
-        while done >= 0 and time.monotonic() < deadline and query.isActive:
+        while done >= 0 and query.isActive:
             progress = query.lastProgress
             if progress is not None and int(progress["batchId"]) >= done:
-                return
+                return True
+            if time.monotonic() >= deadline:
+                _log.warning("%s: micro-batch %d not committed in time; stopping anyway", query.name, done)
+                return False
             time.sleep(0.01)
+        return True

@@ -470,3 +470,47 @@ def test_close_lets_the_running_micro_batch_finish_and_commit(
         again.close()
     assert [r.value for r in got] == [b"A", b"SLOW", b"B", b"C"]
     assert not busy.exists()
+
+
+def test_close_with_a_timeout_cancels_a_longer_batch_which_runs_again_at_the_next_start(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    busy = tmp_path / "busy"
+
+    def slow_on_marker(value: str) -> str:
+        if value == "slow":
+            busy.write_text("x")
+            time.sleep(3)
+        return value.upper()
+
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).map_values(slow_on_marker).to(dst, Produced.with_(S, S))
+    config = _config(kafka, tmp_path, "cut-short", **{"commit.interval.ms": 200})
+    kafka.produce(src, [(b"k", b"a", 1), (b"k", b"slow", 2), (b"k", b"b", 3)])
+    app = KafkaStreams(b.build(), config, spark=spark)
+    app.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not busy.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert busy.exists(), "the batch never reached the slow record"
+    finally:
+        # As Kafka Streams: False when the timeout ran out before everything was done.
+        assert app.close(timeout=0.2) is False
+    assert app.state() is KafkaStreams.State.NOT_RUNNING
+    assert b"B" not in [r.value for r in kafka.consume_all(dst)]
+
+    again = KafkaStreams(b.build(), config, spark=spark)
+    again.start()
+    try:
+        deadline = time.monotonic() + 120
+        got = kafka.consume_all(dst)
+        while b"B" not in [r.value for r in got] and time.monotonic() < deadline:
+            time.sleep(0.2)
+            got = kafka.consume_all(dst)
+    finally:
+        assert again.close() is True
+    # Nothing of the cancelled batch was committed: it ran again whole (at-least-once).
+    values = [r.value for r in got]
+    assert values[-3:] == [b"A", b"SLOW", b"B"] and set(values) == {b"A", b"SLOW", b"B"}
