@@ -102,8 +102,9 @@ class _RunBatch:
 
     ``tail``: a ``mapInArrow`` function over the batch's rows that writes the
     output itself (a native count's updated rows go through it).
-    ``stopping``: set by :meth:`SparkRunner.stop`; a batch that fails after it
-    was cancelled by the stop.
+    ``stopping``: set by :meth:`SparkRunner.stop`; a batch that fails while it
+    is set was cancelled by the stop and says so in the shape Spark expects.
+    ``idle`` and ``last_done`` let the stop wait for a running batch.
     """
 
     def __init__(
