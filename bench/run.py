@@ -193,10 +193,10 @@ def preload_table(kafka: LocalKafka, topic: str, partitions: int) -> None:
 # ---------------------------------------------------------------- measuring
 
 
-def _tree_usage(roots: list[int]) -> tuple[float, float]:
-    """(summed RSS in MB, summed CPU seconds) of the process trees under ``roots``."""
+def _tree(roots: list[int]) -> list[tuple[str, int, int]]:
+    """(command name, RSS bytes, CPU ticks) of every process in the trees under ``roots``."""
     children: dict[int, list[int]] = {}
-    usage: dict[int, tuple[int, int]] = {}
+    usage: dict[int, tuple[str, int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -205,17 +205,32 @@ def _tree_usage(roots: list[int]) -> tuple[float, float]:
                 stat = fh.read()
             fields = stat[stat.rindex(")") + 2 :].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
-            usage[int(entry)] = (int(fields[21]) * _PAGE, int(fields[11]) + int(fields[12]))
+            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+            usage[int(entry)] = (comm, int(fields[21]) * _PAGE, int(fields[11]) + int(fields[12]))
         except (OSError, ValueError, IndexError):
             continue
-    rss = ticks = 0
+    found = []
     todo = list(roots)
     while todo:
         pid = todo.pop()
-        r, t = usage.get(pid, (0, 0))
-        rss, ticks = rss + r, ticks + t
+        if pid in usage:
+            found.append(usage[pid])
         todo.extend(children.get(pid, []))
-    return rss / 2**20, ticks / _TICKS
+    return found
+
+
+def _tree_usage(roots: list[int]) -> tuple[float, float]:
+    """(summed RSS in MB, summed CPU seconds) of the process trees under ``roots``."""
+    procs = _tree(roots)
+    return sum(p[1] for p in procs) / 2**20, sum(p[2] for p in procs) / _TICKS
+
+
+def _rss_by_command(roots: list[int]) -> dict[str, int]:
+    """RSS in MB per command name (java, python, ...) of the process trees under ``roots``."""
+    by: dict[str, int] = {}
+    for comm, rss, _ in _tree(roots):
+        by[comm] = by.get(comm, 0) + rss
+    return {comm: round(rss / 2**20) for comm, rss in sorted(by.items())}
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -337,10 +352,16 @@ def run_system(
     cpu = [(time.monotonic(), 0.0)]  # (when, CPU seconds of the tree): when the tree last did work
     stop_sampling = threading.Event()
 
+    rss_series: list[dict[str, Any]] = []
+
     def sample() -> None:
         while not stop_sampling.wait(0.5):
             rss, seconds = _tree_usage([p.pid for p in procs])
             peak[0] = max(peak[0], rss)
+            if not rss_series or time.time() - launched >= rss_series[-1]["s"] + 10:
+                # Every 10 s: whether memory grows, and in which process kind.
+                by_command = _rss_by_command([p.pid for p in procs])
+                rss_series.append({"s": round(time.time() - launched), **by_command})
             # "Busy" = more than 5% of one core since the last busy mark.
             if seconds - cpu[-1][1] > 0.05 * (time.monotonic() - cpu[-1][0]) + 0.2:
                 cpu.append((time.monotonic(), seconds))
@@ -421,6 +442,7 @@ def run_system(
         stack.close()
         shutil.rmtree(state_dir, ignore_errors=True)
     result.peak_rss_mb = round(peak[0])
+    result.extra["rss_mb_every_10s"] = rss_series
     result.output_records = checker.records
     result.duplicates = checker.duplicates
     firsts = [r["first_input_ms"] for r in reports if r.get("first_input_ms")]
