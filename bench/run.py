@@ -353,15 +353,21 @@ def run_system(
     stop_sampling = threading.Event()
 
     rss_series: list[dict[str, Any]] = []
+    interval_peak = [0.0]
 
     def sample() -> None:
         while not stop_sampling.wait(0.5):
             rss, seconds = _tree_usage([p.pid for p in procs])
             peak[0] = max(peak[0], rss)
+            interval_peak[0] = max(interval_peak[0], rss)
             if not rss_series or time.time() - launched >= rss_series[-1]["s"] + 10:
-                # Every 10 s: whether memory grows, and in which process kind.
+                # Every 10 s: whether memory grows, in which process kind, and the
+                # highest total since the previous entry (a spike between entries).
                 by_command = _rss_by_command([p.pid for p in procs])
-                rss_series.append({"s": round(time.time() - launched), **by_command})
+                rss_series.append(
+                    {"s": round(time.time() - launched), **by_command, "peak": round(interval_peak[0])}
+                )
+                interval_peak[0] = 0.0
             # "Busy" = more than 5% of one core since the last busy mark.
             if seconds - cpu[-1][1] > 0.05 * (time.monotonic() - cpu[-1][0]) + 0.2:
                 cpu.append((time.monotonic(), seconds))
