@@ -431,9 +431,11 @@ def test_native_count_gives_the_engines_final_counts_timestamps_and_headers_acro
     assert b"a\xef\xbf\xbd" in got and got[b"k1"][-1][0] == 10 * sum(1 for r in raw[:60] if r[0] == b"k1")
 
 
-def test_close_lets_the_running_micro_batch_finish_and_commit(
-    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
-) -> None:
+def _slow_batch_app(
+    kafka: LocalKafka, topic_factory: Callable[..., str], tmp_path: Path, app_id: str
+) -> tuple[Topology, dict[str, Any], str, str, Path]:
+    """Uppercase records, sleeping 3 s on "slow" after writing the marker file; its input
+    holds a, slow, b: (topology, config, input topic, output topic, marker)."""
     src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
     busy = tmp_path / "busy"
 
@@ -445,15 +447,25 @@ def test_close_lets_the_running_micro_batch_finish_and_commit(
 
     b = StreamsBuilder()
     b.stream(src, Consumed.with_(S, S)).map_values(slow_on_marker).to(dst, Produced.with_(S, S))
-    config = _config(kafka, tmp_path, "drain", **{"commit.interval.ms": 200})
     kafka.produce(src, [(b"k", b"a", 1), (b"k", b"slow", 2), (b"k", b"b", 3)])
-    app = KafkaStreams(b.build(), config, spark=spark)
+    return b.build(), _config(kafka, tmp_path, app_id, **{"commit.interval.ms": 200}), src, dst, busy
+
+
+def _wait_for(marker: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the batch never reached the slow record"
+
+
+def test_close_lets_the_running_micro_batch_finish_and_commit(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    topology, config, src, dst, busy = _slow_batch_app(kafka, topic_factory, tmp_path, "drain")
+    app = KafkaStreams(topology, config, spark=spark)
     app.start()
     try:
-        deadline = time.monotonic() + 120
-        while not busy.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert busy.exists(), "the batch never reached the slow record"
+        _wait_for(busy)
     finally:
         app.close()
     # Kafka Streams finishes the records in hand and commits on close: all three are out...
@@ -462,7 +474,7 @@ def test_close_lets_the_running_micro_batch_finish_and_commit(
     # ...and committed: a restart starts after them instead of running the batch again.
     kafka.produce(src, [(b"k", b"c", 4)])
     busy.unlink()
-    again = KafkaStreams(b.build(), config, spark=spark)
+    again = KafkaStreams(topology, config, spark=spark)
     again.start()
     try:
         got = kafka.consume_all(dst, min_records=4, timeout=120)
@@ -475,33 +487,18 @@ def test_close_lets_the_running_micro_batch_finish_and_commit(
 def test_close_with_a_timeout_cancels_a_longer_batch_which_runs_again_at_the_next_start(
     kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
 ) -> None:
-    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
-    busy = tmp_path / "busy"
-
-    def slow_on_marker(value: str) -> str:
-        if value == "slow":
-            busy.write_text("x")
-            time.sleep(3)
-        return value.upper()
-
-    b = StreamsBuilder()
-    b.stream(src, Consumed.with_(S, S)).map_values(slow_on_marker).to(dst, Produced.with_(S, S))
-    config = _config(kafka, tmp_path, "cut-short", **{"commit.interval.ms": 200})
-    kafka.produce(src, [(b"k", b"a", 1), (b"k", b"slow", 2), (b"k", b"b", 3)])
-    app = KafkaStreams(b.build(), config, spark=spark)
+    topology, config, _, dst, busy = _slow_batch_app(kafka, topic_factory, tmp_path, "cut-short")
+    app = KafkaStreams(topology, config, spark=spark)
     app.start()
     try:
-        deadline = time.monotonic() + 120
-        while not busy.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert busy.exists(), "the batch never reached the slow record"
+        _wait_for(busy)
     finally:
         # As Kafka Streams: False when the timeout ran out before everything was done.
         assert app.close(timeout=0.2) is False
     assert app.state() is KafkaStreams.State.NOT_RUNNING
     assert b"B" not in [r.value for r in kafka.consume_all(dst)]
 
-    again = KafkaStreams(b.build(), config, spark=spark)
+    again = KafkaStreams(topology, config, spark=spark)
     again.start()
     try:
         deadline = time.monotonic() + 120
