@@ -29,7 +29,7 @@ from kspark.kstream.internals.window_store_materializer import (
 )
 from kspark.kstream.windows import EmitStrategy, SlidingWindows, TimeWindows
 
-__all__ = ["TimeWindowedKStream", "AGGREGATE_NAME", "REDUCE_NAME", "grouped_parts"]
+__all__ = ["TimeWindowedKStream", "AGGREGATE_NAME", "REDUCE_NAME", "grouped_parts", "is_count"]
 
 AGGREGATE_NAME = "KSTREAM-AGGREGATE-"
 REDUCE_NAME = "KSTREAM-REDUCE-"
@@ -50,6 +50,11 @@ def _count_initializer() -> int:
 
 def _count_aggregator(key: Any, value: Any, aggregate: int) -> int:
     return aggregate + 1
+
+
+def is_count(initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any]) -> bool:
+    """Whether an aggregation's functions are those of ``count()`` (a runner may compute it natively)."""
+    return initializer is _count_initializer and aggregator is _count_aggregator
 
 
 def _reduce_initializer() -> Any:

@@ -211,6 +211,28 @@ def _hopping(t: Mapping[str, str]) -> Topology:
     return b.build()
 
 
+def _hopping_count(t: Mapping[str, str]) -> Topology:
+    b = StreamsBuilder()
+    (
+        b.stream(t["in"], Consumed.with_(S, S))
+        .group_by_key()
+        .windowed_by(TimeWindows(size=10_000, grace=3_000, advance=4_000))
+        .count()
+        .to_stream()
+        .map(lambda wk, n: KeyValue(f"{wk.key}@{wk.window.start}", n))
+        .to(t["out"], Produced.with_(S, L))
+    )
+    return b.build()
+
+
+def _null_keys_and_values(records: list[tuple[str, int]]) -> list[Input]:
+    """Every 7th key null (skipped, and not moving stream time), every 5th value null (counted)."""
+    return [
+        Input("in", None if i % 7 == 6 else k, None if i % 5 == 4 else f"v{i}", ts)
+        for i, (k, ts) in enumerate(records)
+    ]
+
+
 def _sliding(t: Mapping[str, str]) -> Topology:
     b = StreamsBuilder()
     (
@@ -421,6 +443,14 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "tumbling_window_count", _tumbling, _stream("in", _messy(40, 4)), {"in": SS}, {"out": (TW, L)}, 3
+    ),
+    Scenario(
+        "hopping_window_count",
+        _hopping_count,
+        _null_keys_and_values(_messy(40, 3, seed=11)),
+        {"in": SS},
+        {"out": (S, L)},
+        3,
     ),
     Scenario(
         "hopping_window_reduce", _hopping, _stream("in", _messy(30, 3)), {"in": SS}, {"out": (TW, S)}, 3

@@ -97,14 +97,23 @@ class TestSparkRunner(ConformanceSuite):
         assert got == expected, difference(got, expected)
 
     @pytest.mark.parametrize(
-        "name", ["count", "group_by_repartition", "tumbling_window_count", "table_table_joins"]
+        "name",
+        [
+            "count",
+            "group_by_repartition",
+            "tumbling_window_count",
+            "hopping_window_count",
+            "table_table_joins",
+        ],
     )
     def test_caching_on_keeps_final_values_and_emits_only_reference_values(
         self, name: str, tmp_path: Path
     ) -> None:
         self._check_caching_on(name, tmp_path, runs=1)
 
-    @pytest.mark.parametrize("name", ["count", "group_by_repartition"])
+    @pytest.mark.parametrize(
+        "name", ["count", "group_by_repartition", "tumbling_window_count", "hopping_window_count"]
+    )
     def test_native_count_restarts_mid_stream_and_keeps_final_values(self, name: str, tmp_path: Path) -> None:
         from kspark.config import StreamsConfig
         from kspark.runtime.spark.lowering import native_count

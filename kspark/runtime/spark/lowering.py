@@ -1,8 +1,10 @@
-"""Native Spark plans for DSL operations Spark can compute itself with the engine's exact results.
+"""Native plans for counts: DSL operations the runner computes without the engine's store layers.
 
-Today one operation: ``KGroupedStream.count()`` whose table only goes
-``toStream()`` into stateless DSL operations and sinks, the most common
-stateful topology there is. Spark's own streaming aggregation keeps the
+Two operations, each only when its table goes ``toStream()`` into stateless
+DSL operations and sinks: ``KGroupedStream.count()``, the most common
+stateful topology there is, and ``windowedBy(TimeWindows).count()``
+(:mod:`kspark.runtime.spark.windowed_count`, which has its own notes).
+For the plain count Spark's own streaming aggregation keeps the
 counts (JVM, its state store) instead of the Python engine, and only the
 updated counts -- one row per key per micro-batch -- reach Python, where the
 engine runs the downstream operations from the count's node on
@@ -42,6 +44,10 @@ from kspark.config import StreamsConfig
 from kspark.kstream.internals import kstream_processors as kp
 from kspark.kstream.internals.change import Change
 from kspark.kstream.internals.ktable_processors import KStreamCount
+from kspark.kstream.internals.window_aggregate import KStreamWindowAggregate
+from kspark.kstream.time_windowed_kstream import is_count
+from kspark.kstream.windowed import TimeWindow, Windowed
+from kspark.kstream.windows import EmitStrategy, TimeWindows
 from kspark.processor.api import Record
 from kspark.processor.internals.builder import InternalTopologyBuilder
 from kspark.processor.internals.records import ProcessorRecordContext
@@ -55,11 +61,11 @@ from kspark.serde.primitives import ByteArrayDeserializer, StringDeserializer
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from kspark.runtime.spark.tasks import TopologySpec
 
-__all__ = ["NATIVE_LOWERING", "NativeCount", "native_count", "count_plan", "CountTail"]
+__all__ = ["NATIVE_LOWERING", "NativeCount", "native_count", "store_key", "count_plan", "CountTail"]
 
 NATIVE_LOWERING = "spark.kspark.nativeLowering"
 """Config key: ``false`` runs every stateful sub-topology in the engine (default ``true``)."""
@@ -90,6 +96,31 @@ class NativeCount:
     aggregate: str  # the count's processor node
     utf8_keys: bool  # String keys: grouped by their UTF-8 re-encoding, as the engine's store holds them
     key_deserializer: Any  # the store's key deserializer: the key the count forwards
+    windows: TimeWindows | None = None  # a windowed count's windows (windowed_count.py)
+
+    def forward(
+        self, task: Any, key: bytes, count: int, timestamp: int, context: ProcessorRecordContext
+    ) -> None:
+        """Run what follows the count in ``task`` for one updated count, as the count forwards it."""
+        k = self.key_deserializer.deserialize(context.topic, key)
+        task.forward_from(self.aggregate, Record(k, Change(count, None), timestamp, context.headers), context)
+
+    def forward_windowed(
+        self,
+        task: Any,
+        key: bytes,
+        window_start: int,
+        count: int,
+        timestamp: int,
+        context: ProcessorRecordContext,
+    ) -> None:
+        """:meth:`forward` for a windowed count: the key is ``Windowed(key, window)``."""
+        assert self.windows is not None
+        k = Windowed(
+            self.key_deserializer.deserialize(context.topic, key),
+            TimeWindow(window_start, window_start + self.windows.size()),
+        )
+        task.forward_from(self.aggregate, Record(k, Change(count, None), timestamp, context.headers), context)
 
 
 def _kind(serde_or_deserializer: Any) -> str | None:
@@ -116,7 +147,12 @@ def native_count(
     (aggregate,) = with_stores
     supplier = builder.processor_supplier(aggregate)
     stores = builder.node_stores(aggregate)
-    if not isinstance(supplier, KStreamCount) or supplier.send_old_values or len(stores) != 1:
+    windows = _count_windows(supplier)
+    if not isinstance(supplier, KStreamCount | KStreamWindowAggregate) or (
+        isinstance(supplier, KStreamWindowAggregate) and windows is None
+    ):
+        return None
+    if supplier.send_old_values or len(stores) != 1:
         return None
     store_builder = builder.store_builder(stores[0])
     if not store_builder.caching_enabled() or builder.store_users(stores[0]) != [aggregate]:
@@ -149,11 +185,36 @@ def native_count(
         not isinstance(builder.processor_supplier(c), kp.KStreamMapValues) for c in children
     ):
         return None  # anything but toStream() would read the table through its store
-    return NativeCount(aggregate, key_kind == "utf8", store_key_serde.deserializer())
+    return NativeCount(aggregate, key_kind == "utf8", store_key_serde.deserializer(), windows)
+
+
+def _count_windows(supplier: Any) -> TimeWindows | None:
+    """The windows of a tumbling or hopping windowed count that forwards every update, else None."""
+    if (
+        isinstance(supplier, KStreamWindowAggregate)
+        and is_count(supplier.initializer, supplier.aggregator)
+        and isinstance(supplier.windows, TimeWindows)
+        and supplier.emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_UPDATE
+    ):
+        return supplier.windows
+    return None
 
 
 def _deserializer(serde: Any) -> Any:
     return None if serde is None else serde.deserializer()
+
+
+def store_key(native: NativeCount) -> Column:
+    """The ``key`` column as the count's store holds it (String keys: invalid UTF-8 replaced)."""
+    from pyspark.sql import functions as F
+
+    if not native.utf8_keys:
+        return F.col("key")
+    # Spark's `decode` refuses malformed UTF-8 (ANSI mode); make_valid_utf8 replaces it with U+FFFD.
+    return F.expr(
+        "CASE WHEN is_valid_utf8(CAST(key AS STRING)) THEN key "
+        "ELSE encode(make_valid_utf8(CAST(key AS STRING)), 'UTF-8') END"
+    )
 
 
 def count_plan(source: DataFrame, native: NativeCount) -> DataFrame:
@@ -164,15 +225,8 @@ def count_plan(source: DataFrame, native: NativeCount) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    key = F.col("key")
-    if native.utf8_keys:
-        # Spark's `decode` refuses malformed UTF-8 (ANSI mode); make_valid_utf8 replaces it with U+FFFD.
-        key = F.expr(
-            "CASE WHEN is_valid_utf8(CAST(key AS STRING)) THEN key "
-            "ELSE encode(make_valid_utf8(CAST(key AS STRING)), 'UTF-8') END"
-        )
     skipped = F.col("key").isNull() | F.col("value").isNull()
-    return source.groupBy(F.col("partition"), F.when(~skipped, key).alias("key")).agg(
+    return source.groupBy(F.col("partition"), F.when(~skipped, store_key(native)).alias("key")).agg(
         F.count(F.lit(1)).alias("count"),
         F.max("timestamp").alias("timestamp"),
         F.max("offset").alias("offset"),
@@ -193,7 +247,6 @@ class CountTail:
         from kspark.runtime.spark.tasks import kafka_headers, warm_stateless_task, written_batch
 
         sender = RecordSender(self.spec.producer_config)
-        deserializer = self.native.key_deserializer
         for batch in batches:
             self.spec.global_replica()
             cols = batch.to_pydict()
@@ -218,10 +271,7 @@ class CountTail:
                     continue
                 task = warm_stateless_task(self.spec, partition)
                 hdrs = kafka_headers(headers)
-                task.forward_from(
-                    self.native.aggregate,
-                    Record(deserializer.deserialize(topic, key), Change(count, None), ts, hdrs),
-                    ProcessorRecordContext(ts, offset, partition, topic, hdrs),
-                )
+                context = ProcessorRecordContext(ts, offset, partition, topic, hdrs)
+                self.native.forward(task, key, count, ts, context)
                 sender.send(task.drain_output())
         yield written_batch(sender.close())

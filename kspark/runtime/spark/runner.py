@@ -4,8 +4,9 @@ One streaming query per sub-topology. Sub-topologies are joined by their
 repartition topics in Kafka, exactly as Kafka Streams joins them; a query
 that has nothing but stateless processors runs them in ``mapInArrow`` with
 no shuffle, one with state stores groups its input by task
-(:mod:`kspark.runtime.spark.tasks`), and a plain ``count()`` is computed by
-Spark's own streaming aggregation (:mod:`kspark.runtime.spark.lowering`).
+(:mod:`kspark.runtime.spark.tasks`), a plain ``count()`` is computed by
+Spark's own streaming aggregation (:mod:`kspark.runtime.spark.lowering`) and a
+windowed count by a stage of its own (:mod:`kspark.runtime.spark.windowed_count`).
 The stages write their output to Kafka themselves and each query runs its
 micro-batches from ``foreachBatch``, so
 a micro-batch is a commit: input offsets (Spark's checkpoint), state
@@ -32,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
-from kspark.runtime.spark.lowering import CountTail, NativeCount, count_plan, native_count
+from kspark.runtime.spark.lowering import CountTail, NativeCount, count_plan, native_count, store_key
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
+from kspark.runtime.spark.windowed_count import INPUT_COLUMNS, WindowedCountStage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -267,14 +269,25 @@ class SparkRunner:
         )
         if not plan.stateful:
             return source.mapInArrow(StatelessStage(spec), WRITTEN_DDL), None
-        if plan.native is not None:
-            return count_plan(source, plan.native), CountTail(spec, plan.native)
         # Task p is grouped under a key that Spark's hash places in shuffle partition p (shuffle.py).
         keys = F.array(
             *[F.lit(task_grouping_key(p, self.task_count(plan))) for p in range(self.task_count(plan))]
         )
+        task = F.element_at(keys, F.col("partition") + 1)
+        if plan.native is not None and plan.native.windows is None:
+            return count_plan(source, plan.native), CountTail(spec, plan.native)
+        if plan.native is not None:
+            counted = WindowedCountStage(spec, plan.native, plan.source_topics[0])
+            stage = (
+                source.select(
+                    task.alias(TASK_INPUT_COLUMN), store_key(plan.native).alias("key"), *INPUT_COLUMNS[1:]
+                )
+                .groupBy(TASK_INPUT_COLUMN)
+                .transformWithStateInPandas(counted, WRITTEN_DDL, "Update", "None")
+            )
+            return stage, None
         stage = (
-            source.withColumn(TASK_INPUT_COLUMN, F.element_at(keys, F.col("partition") + 1))
+            source.withColumn(TASK_INPUT_COLUMN, task)
             .groupBy(TASK_INPUT_COLUMN)
             .transformWithStateInPandas(
                 # Processing-time timers fire wall-clock punctuations of idle tasks; but with them

@@ -59,6 +59,17 @@ __all__ = [
     "TopologySpec",
     "StatelessStage",
     "TaskStage",
+    "TaskMeta",
+    "WarmTask",
+    "warm_entry",
+    "keep_warm",
+    "evict_warm",
+    "task_state",
+    "restored_changelog",
+    "persist_changelog",
+    "fold_changelog",
+    "stateful_processor_base",
+    "Latest",
 ]
 
 TASK_INPUT_COLUMN = "kspark_task"
@@ -125,20 +136,26 @@ class TopologySpec:
         return task
 
 
+Latest = dict[Any, dict[Any, tuple[Any, int]]]
+"""The latest changelog record per store and key, as a compacted changelog topic holds them: for
+:class:`TaskStage` store name -> key bytes -> (value bytes, timestamp); for the windowed count
+(:mod:`~kspark.runtime.spark.windowed_count`) window start -> key bytes -> (count, timestamp)."""
+
+
 @dataclass
-class _Warm:
+class WarmTask:
     """A task kept in this Python worker between micro-batches, with what its state needs."""
 
     epoch: int  # batches the task has committed; a stateful stage checks it against its state
     task: StreamTask
     # Stateful stages: the latest changelog record per store and key (what a compacted changelog
     # topic holds), written back as the task's whole state when its changelog is compacted.
-    latest: dict[str, dict[bytes, tuple[bytes, int]]] = field(default_factory=dict)
+    latest: Latest = field(default_factory=dict)
 
 
 # Tasks stay warm in a Python worker between micro-batches: Spark reuses workers.
 # Keyed by (application.id, run instance, sub-topology, partition).
-_WARM: dict[tuple[str, str, int, int], _Warm] = {}
+_WARM: dict[tuple[str, str, int, int], WarmTask] = {}
 _WARM_LOCK = threading.Lock()
 
 
@@ -146,17 +163,25 @@ def _warm_key(spec: TopologySpec, partition: int) -> tuple[str, str, int, int]:
     return (str(spec.config.get("application.id")), spec.instance, spec.subtopology, partition)
 
 
-def _keep_warm(key: tuple[str, str, int, int], entry: _Warm) -> None:
+def warm_entry(spec: TopologySpec, partition: int) -> WarmTask | None:
+    """The task of ``partition`` this worker kept warm, if any."""
+    with _WARM_LOCK:
+        return _WARM.get(_warm_key(spec, partition))
+
+
+def keep_warm(spec: TopologySpec, partition: int, entry: WarmTask) -> None:
     """Remember a warm task; tasks of an earlier run of the same application are dropped."""
+    key = _warm_key(spec, partition)
     with _WARM_LOCK:
         for old in [k for k in _WARM if k[0] == key[0] and k[1] != key[1]]:
             _WARM.pop(old).task.close()
         _WARM[key] = entry
 
 
-def _evict(key: tuple[str, str, int, int]) -> None:
+def evict_warm(spec: TopologySpec, partition: int) -> None:
+    """Forget a warm task: its memory may hold part of an uncommitted batch."""
     with _WARM_LOCK:
-        _WARM.pop(key, None)
+        _WARM.pop(_warm_key(spec, partition), None)
 
 
 def _run(task: StreamTask) -> list[OutputRecord]:
@@ -176,12 +201,10 @@ def written_batch(n: int) -> pa.RecordBatch:
 
 def warm_stateless_task(spec: TopologySpec, partition: int) -> StreamTask:
     """This worker's task for ``partition`` of a sub-topology whose state is not the engine's to keep."""
-    key = _warm_key(spec, partition)
-    with _WARM_LOCK:
-        warm = _WARM.get(key)
+    warm = warm_entry(spec, partition)
     if warm is None:
-        warm = _Warm(0, spec.build_task(partition))
-        _keep_warm(key, warm)
+        warm = WarmTask(0, spec.build_task(partition))
+        keep_warm(spec, partition, warm)
     return warm.task
 
 
@@ -278,13 +301,14 @@ def _input_chunks(partition: int, frames: list[pd.DataFrame]) -> Iterator[list[t
     ]
 
 
-def _stateful_processor_base() -> type:
+def stateful_processor_base() -> type:
+    """PySpark's ``StatefulProcessor``, imported only where a stage is defined (workers, driver)."""
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     return StatefulProcessor
 
 
-class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
+class TaskStage(stateful_processor_base()):  # type: ignore[misc]
     """``transformWithStateInPandas`` body: one Kafka Streams task per grouping key.
 
     State per task: ``meta`` (epoch, stream time, processor metadata, timer,
@@ -307,42 +331,19 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
         self.spec = spec
 
     def init(self, handle: Any) -> None:
-        from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
-
         self._handle = handle
-        self._meta = handle.getValueState(
-            "meta",
-            StructType(
-                [
-                    StructField("epoch", LongType()),
-                    StructField("stream_time", LongType()),
-                    # Kafka commits processor metadata with the offsets; here it is task state (JSON).
-                    StructField("processor_metadata", StringType()),
-                    # The processing-time timer set for the next wall-clock punctuation (-1: none).
-                    StructField("timer", LongType()),
-                    # Rows in `changelog` (compaction is due when it reaches COMPACT_AFTER_ROWS).
-                    StructField("changelog_rows", LongType()),
-                    # Next due time of each wall-clock punctuation (JSON), for a rebuilt task.
-                    StructField("wall_clock_schedules", StringType()),
-                ]
-            ),
-        )
-        self._changelog = handle.getListState("changelog", StructType([StructField("entries", BinaryType())]))
+        self._meta, self._changelog = task_state(handle)
 
-    def _warm_task(self, partition: int) -> tuple[_TaskMeta, _Warm]:
+    def _warm_task(self, partition: int) -> tuple[TaskMeta, WarmTask]:
         """The task warm from the last batch, or rebuilt and restored from its changelog."""
-        meta = _TaskMeta.of(self._meta.get() if self._meta.exists() else None)
-        with _WARM_LOCK:
-            warm = _WARM.get(_warm_key(self.spec, partition))
+        meta = TaskMeta.of(self._meta.get() if self._meta.exists() else None)
+        warm = warm_entry(self.spec, partition)
         if warm is not None and warm.epoch == meta.epoch:
             return meta, warm
         if warm is not None:
             warm.task.close()
         task = self.spec.build_task(partition, meta.processor_metadata)
-        latest: dict[str, dict[bytes, tuple[bytes, int]]] = {}
-        if meta.changelog_rows:
-            for (blob,) in self._changelog.get():
-                _fold(latest, pickle.loads(blob))
+        latest = restored_changelog(self._changelog, meta)
         callbacks = task.context.restore_callbacks
         for name, records in latest.items():
             restore = callbacks.get(name)
@@ -353,7 +354,7 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
             # here it is part of the task's state.
             task.partition_group.stream_time = meta.stream_time
             task.restore_wall_clock_schedules(meta.wall_clock_schedules)
-        return meta, _Warm(meta.epoch, task, latest)
+        return meta, WarmTask(meta.epoch, task, latest)
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
@@ -372,11 +373,11 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
         except BaseException:
             # The task's memory may hold part of an uncommitted batch: never reuse it. A retry
             # restores the task from the state Spark committed.
-            _evict(_warm_key(self.spec, partition))
+            evict_warm(self.spec, partition)
             raise
 
     def _commit(
-        self, partition: int, meta: _TaskMeta, warm: _Warm, frames: list[pd.DataFrame]
+        self, partition: int, meta: TaskMeta, warm: WarmTask, frames: list[pd.DataFrame]
     ) -> pd.DataFrame:
         import pandas as pd
 
@@ -402,7 +403,8 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
         task.commit()
         emit()
         written = sender.close()
-        rows = self._persist(meta.changelog_rows, warm.latest, changelog)
+        fold_changelog(warm.latest, changelog)
+        rows = persist_changelog(self._changelog, meta.changelog_rows, warm.latest, changelog)
         timer = self._set_timer(meta.timer, task)
         epoch = meta.epoch + 1
         self._meta.update(
@@ -416,7 +418,7 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
             )
         )
         warm.epoch = epoch
-        _keep_warm(_warm_key(self.spec, partition), warm)
+        keep_warm(self.spec, partition, warm)
         return pd.DataFrame({"written": [written]}, dtype="int64")
 
     def _set_timer(self, current: int, task: StreamTask) -> int:
@@ -445,27 +447,6 @@ class TaskStage(_stateful_processor_base()):  # type: ignore[misc]
                 changelog.append((store, rec.key, rec.value, rec.timestamp))
         return emitted, changelog
 
-    def _persist(
-        self, rows: int, latest: dict[str, dict[bytes, tuple[bytes, int]]], changelog: list[_Entry]
-    ) -> int:
-        """Write a batch's changelog entries; returns how many rows the changelog state holds now."""
-        if not changelog:
-            return rows
-        _fold(latest, changelog)
-        if rows + 1 < COMPACT_AFTER_ROWS:
-            self._changelog.appendValue((pickle.dumps(changelog, protocol=pickle.HIGHEST_PROTOCOL),))
-            return rows + 1
-        snapshot = [(store, k, v, ts) for store, records in latest.items() for k, (v, ts) in records.items()]
-        chunks = [
-            (pickle.dumps(snapshot[i : i + _SNAPSHOT_CHUNK], protocol=pickle.HIGHEST_PROTOCOL),)
-            for i in range(0, len(snapshot), _SNAPSHOT_CHUNK)
-        ]
-        if chunks:
-            self._changelog.put(chunks)
-        else:
-            self._changelog.clear()
-        return len(chunks)
-
     def close(self) -> None:
         pass
 
@@ -480,8 +461,9 @@ _SNAPSHOT_CHUNK = 100_000
 """Changelog entries per row of a compacted changelog (keeps each state value a few MB)."""
 
 
-def _fold(latest: dict[str, dict[bytes, tuple[bytes, int]]], entries: list[_Entry]) -> None:
-    """Apply changelog entries in order: the latest record per store and key; tombstones delete."""
+def fold_changelog(latest: Latest, entries: list[Any]) -> None:
+    """Apply changelog entries ``(store, key, value, timestamp)`` in order: the latest record per
+    store and key; a None value (tombstone) deletes."""
     for store, key, value, ts in entries:
         records = latest.get(store)
         if records is None:
@@ -492,8 +474,62 @@ def _fold(latest: dict[str, dict[bytes, tuple[bytes, int]]], entries: list[_Entr
             records[key] = (value, ts)
 
 
+def task_state(handle: Any) -> tuple[Any, Any]:
+    """A task's ``meta`` ``ValueState`` (see :class:`TaskMeta`) and ``changelog`` ``ListState``."""
+    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+    meta = handle.getValueState(
+        "meta",
+        StructType(
+            [
+                StructField("epoch", LongType()),
+                StructField("stream_time", LongType()),
+                # Kafka commits processor metadata with the offsets; here it is task state (JSON).
+                StructField("processor_metadata", StringType()),
+                # The processing-time timer set for the next wall-clock punctuation (-1: none).
+                StructField("timer", LongType()),
+                # Rows in `changelog` (compaction is due when it reaches COMPACT_AFTER_ROWS).
+                StructField("changelog_rows", LongType()),
+                # Next due time of each wall-clock punctuation (JSON), for a rebuilt task.
+                StructField("wall_clock_schedules", StringType()),
+            ]
+        ),
+    )
+    return meta, handle.getListState("changelog", StructType([StructField("entries", BinaryType())]))
+
+
+def restored_changelog(changelog: Any, meta: TaskMeta) -> Latest:
+    """The latest record per store and key that a task's ``changelog`` state holds."""
+    latest: Latest = {}
+    if meta.changelog_rows:
+        for (blob,) in changelog.get():
+            fold_changelog(latest, pickle.loads(blob))
+    return latest
+
+
+def persist_changelog(changelog: Any, rows: int, latest: Latest, entries: list[Any]) -> int:
+    """Write a batch's changelog ``entries`` (already folded into ``latest``) to the ``changelog``
+    state, which holds ``rows`` rows; returns how many it holds now. Every
+    :data:`COMPACT_AFTER_ROWS` rows the state is replaced by ``latest``, the whole of it."""
+    if not entries:
+        return rows
+    if rows + 1 < COMPACT_AFTER_ROWS:
+        changelog.appendValue((pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL),))
+        return rows + 1
+    snapshot = [(store, k, v, ts) for store, records in latest.items() for k, (v, ts) in records.items()]
+    chunks = [
+        (pickle.dumps(snapshot[i : i + _SNAPSHOT_CHUNK], protocol=pickle.HIGHEST_PROTOCOL),)
+        for i in range(0, len(snapshot), _SNAPSHOT_CHUNK)
+    ]
+    if chunks:
+        changelog.put(chunks)
+    else:
+        changelog.clear()
+    return len(chunks)
+
+
 @dataclass(frozen=True)
-class _TaskMeta:
+class TaskMeta:
     """A task's ``meta`` state row, with defaults for a task that has none yet."""
 
     epoch: int = 0
@@ -504,10 +540,10 @@ class _TaskMeta:
     wall_clock_schedules: list[tuple[str, int, int]] = field(default_factory=list)
 
     @staticmethod
-    def of(row: Any) -> _TaskMeta:
+    def of(row: Any) -> TaskMeta:
         if not row:
-            return _TaskMeta()
-        return _TaskMeta(
+            return TaskMeta()
+        return TaskMeta(
             int(row[0]),
             int(row[1]),
             json.loads(row[2]) if row[2] else None,

@@ -7,7 +7,19 @@ from typing import Any
 
 import pytest
 
-from kspark import Consumed, Grouped, Materialized, Produced, StreamsBuilder, Topology
+from kspark import (
+    Consumed,
+    EmitStrategy,
+    Grouped,
+    KeyValue,
+    Materialized,
+    Produced,
+    SlidingWindows,
+    StreamsBuilder,
+    Suppressed,
+    TimeWindows,
+    Topology,
+)
 from kspark.config import StreamsConfig
 from kspark.processor import Processor, Record
 from kspark.runtime.spark.lowering import NativeCount, native_count
@@ -119,3 +131,46 @@ def test_spark_groups_string_keys_as_the_engine_stores_them(spark: Any) -> None:
     got = {bytes(r["key"]) for r in count_plan(rows, native).collect()}
     engine = {S.serializer().serialize("t", S.deserializer().deserialize("t", k)) for k in MALFORMED}
     assert got == engine
+
+
+def _windowed(windows: Any, *, then: Any = None, emit: Any = None, agg: str = "count") -> Any:
+    def build(b: StreamsBuilder) -> None:
+        windowed = b.stream("in", Consumed.with_(S, B)).group_by_key().windowed_by(windows)
+        if emit is not None:
+            windowed = windowed.emit_strategy(emit)
+        if agg == "count":
+            table = windowed.count()
+        else:
+            table = windowed.aggregate(lambda: 0, lambda k, v, n: n + 1, Materialized.with_(S, L))
+        (then(table) if then else table).to_stream().map(lambda wk, n: KeyValue(wk.key, n)).to(
+            "out", Produced.with_(S, L)
+        )
+
+    return build
+
+
+@pytest.mark.parametrize("windows", [TimeWindows(size=5_000, grace=1_000), TimeWindows(5_000, 0, 2_000)])
+def test_tumbling_and_hopping_window_counts_are_lowered(windows: TimeWindows) -> None:
+    (native,) = _lowered(_windowed(windows))
+    assert native is not None and native.windows == windows and native.utf8_keys
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _windowed(TimeWindows(size=5_000, grace=1_000), agg="aggregate"),  # a Python aggregator
+        _windowed(SlidingWindows(time_difference=5_000, grace=1_000)),
+        _windowed(TimeWindows(size=5_000, grace=1_000), emit=EmitStrategy.on_window_close()),
+        _windowed(
+            TimeWindows(size=5_000, grace=1_000), then=lambda t: t.suppress(Suppressed.until_window_closes())
+        ),
+    ],
+)
+def test_other_windowed_aggregations_are_not_lowered(build: Any) -> None:
+    assert _lowered(build) == [None]
+
+
+def test_a_windowed_count_without_cache_is_not_lowered() -> None:
+    assert _lowered(_windowed(TimeWindows(size=5_000, grace=1_000)), **{"statestore.cache.max.bytes": 0}) == [
+        None
+    ]

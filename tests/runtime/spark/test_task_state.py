@@ -5,57 +5,35 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from state_fakes import ListStateLike
+
 from kspark.runtime.spark import tasks
-from kspark.runtime.spark.tasks import COMPACT_AFTER_ROWS, TaskStage, _fold
+from kspark.runtime.spark.tasks import COMPACT_AFTER_ROWS, fold_changelog, persist_changelog
 
 
-class ListStateLike:
-    """The part of PySpark's ListState a TaskStage uses, kept in memory."""
-
-    def __init__(self) -> None:
-        self.rows: list[tuple[Any, ...]] = []
-        self.calls = 0
-
-    def appendValue(self, row: tuple[Any, ...]) -> None:
-        self.calls += 1
-        self.rows.append(row)
-
-    def put(self, rows: list[tuple[Any, ...]]) -> None:
-        self.calls += 1
-        self.rows = list(rows)
-
-    def clear(self) -> None:
-        self.calls += 1
-        self.rows = []
-
-    def get(self) -> list[tuple[Any, ...]]:
-        return list(self.rows)
-
-
-def _stage(state: ListStateLike) -> TaskStage:
-    stage = TaskStage.__new__(TaskStage)
-    stage._changelog = state
-    return stage
+def _persist(state: ListStateLike, rows: int, live: Any, entries: list[Any]) -> int:
+    """What a stage does with a batch's changelog entries: fold them into its live state, persist."""
+    fold_changelog(live, entries)
+    return persist_changelog(state, rows, live, entries)
 
 
 def _restored(state: ListStateLike) -> dict[str, dict[bytes, tuple[bytes, int]]]:
     latest: dict[str, dict[bytes, tuple[bytes, int]]] = {}
     for (blob,) in state.get():
-        _fold(latest, pickle.loads(blob))
+        fold_changelog(latest, pickle.loads(blob))
     return latest
 
 
 def test_fold_keeps_the_latest_record_and_applies_tombstones() -> None:
     latest: dict[str, dict[bytes, tuple[bytes, int]]] = {}
-    _fold(latest, [("s", b"a", b"1", 1), ("s", b"b", b"2", 2), ("t", b"a", b"x", 3)])
-    _fold(latest, [("s", b"a", b"3", 4), ("s", b"b", None, 5)])
+    fold_changelog(latest, [("s", b"a", b"1", 1), ("s", b"b", b"2", 2), ("t", b"a", b"x", 3)])
+    fold_changelog(latest, [("s", b"a", b"3", 4), ("s", b"b", None, 5)])
     assert latest == {"s": {b"a": (b"3", 4)}, "t": {b"a": (b"x", 3)}}
 
 
 def test_one_state_call_per_batch_and_restore_equals_the_live_state(monkeypatch: Any) -> None:
     monkeypatch.setattr(tasks, "_SNAPSHOT_CHUNK", 3)
     state = ListStateLike()
-    stage = _stage(state)
     live: dict[str, dict[bytes, tuple[bytes, int]]] = {}
     rows = 0
     for batch in range(3 * COMPACT_AFTER_ROWS):
@@ -65,7 +43,7 @@ def test_one_state_call_per_batch_and_restore_equals_the_live_state(monkeypatch:
         if batch % 5 == 4:
             entries.append(("s", b"k3", None, batch))  # a delete
         before = state.calls
-        rows = stage._persist(rows, live, entries)
+        rows = _persist(state, rows, live, entries)
         assert state.calls - before == 1
         assert rows == len(state.rows) <= COMPACT_AFTER_ROWS
         assert _restored(state) == live
@@ -75,7 +53,7 @@ def test_one_state_call_per_batch_and_restore_equals_the_live_state(monkeypatch:
 
 def test_a_batch_without_changelog_writes_nothing() -> None:
     state = ListStateLike()
-    assert _stage(state)._persist(4, {}, []) == 4
+    assert _persist(state, 4, {}, []) == 4
     assert state.calls == 0
 
 
@@ -83,7 +61,7 @@ def test_compacting_an_empty_state_clears_the_list() -> None:
     state = ListStateLike()
     state.rows = [(pickle.dumps([("s", b"a", b"1", 1)]),)] * (COMPACT_AFTER_ROWS - 1)
     live: dict[str, dict[bytes, tuple[bytes, int]]] = {"s": {b"a": (b"1", 1)}}
-    rows = _stage(state)._persist(COMPACT_AFTER_ROWS - 1, live, [("s", b"a", None, 2)])
+    rows = _persist(state, COMPACT_AFTER_ROWS - 1, live, [("s", b"a", None, 2)])
     assert rows == 0 and state.rows == []
 
 

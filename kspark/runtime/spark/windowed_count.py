@@ -1,0 +1,257 @@
+"""Native windowed count: ``groupByKey().windowedBy(TimeWindows).count()`` per task, without the engine.
+
+The engine runs a windowed count through its store layers (metered,
+caching, change-logging, segmented window store) at ~88 µs per record of
+one core (docs/benchmarks.md); this stage computes the same thing for a
+whole micro-batch of a task at once. It is a ``transformWithStateInPandas``
+grouped by task like :class:`~kspark.runtime.spark.tasks.TaskStage` (one
+call per task per batch, records in offset order), and keeps the same two
+pieces of Spark state: ``meta`` (epoch, observed stream time, changelog
+rows) and ``changelog`` (one row per batch of the counts it changed,
+compacted every ``COMPACT_AFTER_ROWS``). The counts live in the Python
+worker between batches and are restored from ``changelog`` when the task
+was not warm here, as Kafka Streams restores a store from its changelog.
+
+Kafka Streams' semantics, per task (``KStreamWindowAggregate``):
+
+* a record with a null key is skipped (logged); it does not move time;
+* the observed stream time is the largest timestamp of the records seen so
+  far, this one included; a record is added to each of its windows whose
+  end is after ``observed stream time - grace`` and dropped (logged, as the
+  engine logs it) for the others;
+* a window's count carries the largest timestamp of its records (KIP-258);
+* with the record cache on (the only case that is lowered) the count
+  forwards, at commit, one record per changed window with its latest count,
+  in the record context of its latest record; a micro-batch is a commit.
+  The engine's cache, when full, also forwards earlier: intermediate counts
+  that a cache large enough for the batch would not have; the last count of
+  every window is the same.
+
+Spark's watermark cannot do this: it is one time for the whole query,
+computed at batch boundaries, while Kafka Streams drops per task, record by
+record. A window is forgotten once no record can reach it any more (its end
+plus grace at or before the observed stream time): the state is bounded as
+the engine's window store is by its retention.
+
+What follows the count (``toStream()`` and stateless operations) runs in the
+engine (:meth:`~kspark.processor.internals.task.StreamTask.forward_from`),
+and the stage writes the output itself, as every stage does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from kspark.processor.internals.records import ProcessorRecordContext
+from kspark.runtime.spark.kafka_io import RecordSender
+from kspark.runtime.spark.shuffle import task_of
+from kspark.runtime.spark.tasks import (
+    Latest,
+    TaskMeta,
+    TopologySpec,
+    WarmTask,
+    evict_warm,
+    kafka_headers,
+    keep_warm,
+    persist_changelog,
+    restored_changelog,
+    stateful_processor_base,
+    task_state,
+    warm_entry,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from kspark.kstream.windows import TimeWindows
+    from kspark.runtime.spark.lowering import NativeCount
+
+__all__ = ["WindowedCountStage", "INPUT_COLUMNS", "window_slots"]
+
+INPUT_COLUMNS = ("key", "timestamp", "offset", "headers")
+"""The source columns the stage needs besides the task (the value is never read: only counted)."""
+
+_log = logging.getLogger("kspark.kstream.internals.window_aggregate")  # where the engine logs drops
+
+
+def window_slots(
+    timestamps: np.ndarray, observed: np.ndarray, windows: TimeWindows
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per window slot: (window starts, admitted, expired) of a task's records in offset order.
+
+    ``observed`` is the observed stream time at each record (that record
+    included). A record has one window per slot whose start is at or before
+    its timestamp (``TimeWindows.windows_for``); ``admitted`` marks the
+    records that window takes, ``expired`` those it drops, as
+    ``KStreamWindowAggregate`` decides record by record.
+    """
+    import numpy as np
+
+    size, advance = windows.size(), windows.advance_ms
+    close_time = observed - windows.grace_period_ms()
+    # Java's integer division on a non-negative numerator equals floor division.
+    first = (np.maximum(0, timestamps - size + advance) // advance) * advance
+    for slot in range(-(-size // advance)):
+        starts = first + slot * advance
+        exists = starts <= timestamps
+        open_ = exists & (starts + size > close_time)
+        yield starts, open_, exists & ~open_
+
+
+class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
+    """``transformWithStateInPandas`` body of a lowered windowed count: one task per grouping key."""
+
+    def __init__(self, spec: TopologySpec, native: NativeCount, topic: str) -> None:
+        assert native.windows is not None
+        self.spec = spec
+        self.native = native
+        self.topic = topic
+        self.windows = native.windows
+        # a window no record can reach any more: start + retired_after <= observed stream time
+        self.retired_after = native.windows.size() + native.windows.grace_period_ms()
+
+    def init(self, handle: Any) -> None:
+        self._meta, self._changelog = task_state(handle)
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
+    ) -> Iterator[pd.DataFrame]:
+        import pandas as pd
+
+        partition = task_of(int(key[0]))
+        meta, warm = self._warm(partition)
+        try:
+            written = self._commit(partition, meta, warm, [f for f in rows if len(f)])
+        except BaseException:
+            evict_warm(self.spec, partition)  # its counts may hold part of the failed batch
+            raise
+        yield pd.DataFrame({"written": [written]}, dtype="int64")
+
+    def close(self) -> None:
+        pass
+
+    def _warm(self, partition: int) -> tuple[TaskMeta, WarmTask]:
+        """The counts warm from the last batch, or restored from the changelog state."""
+        meta = TaskMeta.of(self._meta.get() if self._meta.exists() else None)
+        warm = warm_entry(self.spec, partition)
+        if warm is not None and warm.epoch == meta.epoch:
+            return meta, warm
+        if warm is not None:
+            warm.task.close()
+        counts = restored_changelog(self._changelog, meta)
+        self._forget_closed(counts, meta.stream_time)
+        return meta, WarmTask(meta.epoch, self.spec.build_task(partition), counts)
+
+    def _forget_closed(self, counts: Latest, stream_time: int) -> None:
+        """Drop the windows no record can reach any more (they would be dropped as expired)."""
+        for start in [s for s in counts if s + self.retired_after <= stream_time]:
+            del counts[start]
+
+    def _commit(self, partition: int, meta: TaskMeta, warm: WarmTask, frames: list[pd.DataFrame]) -> int:
+        """Count a task's micro-batch, forward every changed window, persist; returns records written."""
+        import numpy as np
+
+        self.spec.global_replica()
+        data = _in_offset_order(frames)
+        keys = data["key"].to_numpy(dtype=object)
+        offsets = data["offset"].to_numpy(dtype=np.int64)
+        timestamps = data["timestamp"].to_numpy(dtype=np.int64)
+        headers = data["headers"].to_numpy(dtype=object)
+        keyed = np.flatnonzero(data["key"].notna().to_numpy())
+        if len(keyed) < len(keys):
+            for row in np.flatnonzero(data["key"].isna().to_numpy()).tolist():
+                self._log_skipped(f"null key {self._where(partition, int(offsets[row]))}")
+            keys, offsets, timestamps, headers = (
+                keys[keyed],
+                offsets[keyed],
+                timestamps[keyed],
+                headers[keyed],
+            )
+
+        counts = warm.latest
+        latest_record: dict[tuple[int, bytes], int] = {}  # changed window -> index of its latest record
+        observed = np.maximum.accumulate(np.maximum(timestamps, meta.stream_time))
+        for starts, open_, expired in window_slots(timestamps, observed, self.windows):
+            for row in np.flatnonzero(expired).tolist():
+                self._log_expired(
+                    partition, int(offsets[row]), int(timestamps[row]), int(starts[row]), int(observed[row])
+                )
+            for i, start, key, ts in zip(
+                np.flatnonzero(open_).tolist(),
+                starts[open_].tolist(),
+                keys[open_].tolist(),
+                timestamps[open_].tolist(),
+                strict=True,
+            ):
+                window = counts.get(start)
+                if window is None:
+                    window = counts[start] = {}
+                old = window.get(key)
+                window[key] = (1, ts) if old is None else (old[0] + 1, ts if ts > old[1] else old[1])
+                # hopping windows: a later slot may hold an earlier record of the same window
+                if latest_record.get((start, key), -1) < i:
+                    latest_record[(start, key)] = i
+        stream_time = int(observed[-1]) if len(observed) else meta.stream_time
+
+        written, changelog = self._forward(partition, warm, latest_record, offsets, timestamps, headers)
+        self._forget_closed(counts, stream_time)
+        rows = persist_changelog(self._changelog, meta.changelog_rows, counts, changelog)
+        epoch = meta.epoch + 1
+        self._meta.update((epoch, stream_time, None, -1, rows, None))
+        warm.epoch = epoch
+        keep_warm(self.spec, partition, warm)
+        return written
+
+    def _forward(
+        self,
+        partition: int,
+        warm: WarmTask,
+        latest_record: dict[tuple[int, bytes], int],
+        offsets: np.ndarray,
+        timestamps: np.ndarray,
+        headers: np.ndarray,
+    ) -> tuple[int, list[tuple[int, bytes, int, int]]]:
+        """Forward each changed window's count in the order of its latest record, as the cache
+        flushes at commit; returns (records written, the changelog entries of the batch)."""
+        sender = RecordSender(self.spec.producer_config)
+        changelog: list[tuple[int, bytes, int, int]] = []
+        task = warm.task
+        for (start, key), i in sorted(latest_record.items(), key=lambda item: (item[1], item[0][0])):
+            count, ts = warm.latest[start][key]
+            changelog.append((start, key, count, ts))
+            hdrs = kafka_headers(headers[i])
+            context = ProcessorRecordContext(int(timestamps[i]), int(offsets[i]), partition, self.topic, hdrs)
+            self.native.forward_windowed(task, key, start, count, ts, context)
+            if len(changelog) % 1000 == 0:
+                sender.send(task.drain_output())
+        sender.send(task.drain_output())
+        return sender.close(), changelog
+
+    def _where(self, partition: int, offset: int) -> str:
+        return f"topic=[{self.topic}] partition=[{partition}] offset=[{offset}]"
+
+    def _log_skipped(self, reason: str) -> None:
+        _log.warning("Skipping record: %s", reason)
+
+    def _log_expired(self, partition: int, offset: int, timestamp: int, start: int, stream_time: int) -> None:
+        size, grace = self.windows.size(), self.windows.grace_period_ms()
+        self._log_skipped(
+            f"record for expired window: timestamp=[{timestamp}] window=[{start},{start + size})"
+            f" expiration=[{stream_time - grace}] streamTime=[{stream_time}] {self._where(partition, offset)}"
+        )
+
+
+def _in_offset_order(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """A task's micro-batch as one frame in offset order (one topic-partition: offsets are unique)."""
+    import pandas as pd
+
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in INPUT_COLUMNS})
+    data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    offsets = data["offset"].to_numpy()
+    if len(offsets) > 1 and not bool((offsets[1:] > offsets[:-1]).all()):
+        data = data.sort_values("offset", kind="stable", ignore_index=True)
+    return data
