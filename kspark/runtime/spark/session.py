@@ -69,6 +69,11 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
     # Python workers forked with kspark, pandas, pyarrow and pyspark.sql already imported.
     "spark.python.daemon.module": DAEMON_MODULE,
+    # Unless this is Int.MaxValue, transformWithState's Arrow writer measures the batch's
+    # bytes after every row; for a list column (Kafka headers) that costs O(rows so far),
+    # and it was most of the JVM's time in every stateful stage (docs/benchmarks.md).
+    # Arrow batches stay bounded by spark.sql.execution.arrow.maxRecordsPerBatch (10,000).
+    "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
     **REQUIRED_SQL_CONF,
 }
 """Defaults of :func:`create_spark_session`; any ``spark.*`` key given overrides one."""
