@@ -162,6 +162,7 @@ class StreamTask:
         self._default_extractor = config.default_timestamp_extractor()
         self._initialized = False
         self._closed = False
+        self._nodes_by_name = {n.name: n for n in topology.processors}
 
     # ------------------------------------------------------------------ TaskServices
     def stream_time(self) -> int:
@@ -296,24 +297,27 @@ class StreamTask:
         ctx.record_context = record_context
         ctx.raw_key = ctx.raw_value = None
         ctx.current_node = node
-        rec = ConsumerRecord(
-            record_context.topic or "",
-            record_context.partition,
-            record_context.offset,
-            record.timestamp,
-            record.key,
-            record.value,
-            record.headers,
-        )
+
+        def as_consumed() -> ConsumerRecord:  # for an error message: built only when a record fails
+            return ConsumerRecord(
+                record_context.topic or "",
+                record_context.partition,
+                record_context.offset,
+                record.timestamp,
+                record.key,
+                record.value,
+                record.headers,
+            )
+
         try:
             ctx.forward(record)
         except FailedProcessingException as e:
-            raise StreamsException(self._process_error(e.node_name, rec, e.cause)) from e.cause
+            raise StreamsException(self._process_error(e.node_name, as_consumed(), e.cause)) from e.cause
         except (StreamsException, TaskMigratedException):
             raise
         except Exception as e:
             failed = ctx.current_node.name if ctx.current_node else node_name
-            raise StreamsException(self._process_error(failed, rec, e)) from e
+            raise StreamsException(self._process_error(failed, as_consumed(), e)) from e
         finally:
             ctx.current_node = None
 
@@ -410,4 +414,4 @@ class StreamTask:
         return self.collector.drain()
 
     def node(self, name: str) -> ProcessorNode | None:
-        return next((n for n in self.topology.processors if n.name == name), None)
+        return self._nodes_by_name.get(name)

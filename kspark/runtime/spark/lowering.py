@@ -109,17 +109,13 @@ class NativeCount:
         self,
         task: Any,
         key: bytes,
-        window_start: int,
+        window: TimeWindow,
         count: int,
         timestamp: int,
         context: ProcessorRecordContext,
     ) -> None:
         """:meth:`forward` for a windowed count: the key is ``Windowed(key, window)``."""
-        assert self.windows is not None
-        k = Windowed(
-            self.key_deserializer.deserialize(context.topic, key),
-            TimeWindow(window_start, window_start + self.windows.size()),
-        )
+        k = Windowed(self.key_deserializer.deserialize(context.topic, key), window)
         task.forward_from(self.aggregate, Record(k, Change(count, None), timestamp, context.headers), context)
 
 

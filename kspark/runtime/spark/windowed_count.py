@@ -44,6 +44,7 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kspark.kstream.windowed import TimeWindow
 from kspark.processor.internals.records import ProcessorRecordContext
 from kspark.runtime.spark.kafka_io import RecordSender
 from kspark.runtime.spark.shuffle import task_of
@@ -219,12 +220,17 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         sender = RecordSender(self.spec.producer_config)
         changelog: list[tuple[int, bytes, int, int]] = []
         task = warm.task
+        windows: dict[int, TimeWindow] = {}  # one per window start: a batch has few
+        size = self.windows.size()
         for (start, key), i in sorted(latest_record.items(), key=lambda item: (item[1], item[0][0])):
             count, ts = warm.latest[start][key]
             changelog.append((start, key, count, ts))
+            window = windows.get(start)
+            if window is None:
+                window = windows[start] = TimeWindow(start, start + size)
             hdrs = kafka_headers(headers[i])
             context = ProcessorRecordContext(int(timestamps[i]), int(offsets[i]), partition, self.topic, hdrs)
-            self.native.forward_windowed(task, key, start, count, ts, context)
+            self.native.forward_windowed(task, key, window, count, ts, context)
             if len(changelog) % 1000 == 0:
                 sender.send(task.drain_output())
         sender.send(task.drain_output())
