@@ -165,6 +165,10 @@ def preload(kafka: LocalKafka, topic: str, n: int, partitions: int) -> float:
             "queue.buffering.max.kbytes": 1_048_576,
             # Java's default partitioner, so Kafka Streams and kspark see the same key -> partition.
             "partitioner": "murmur2_random",
+            # Offsets in generation order even when a batch is retried (right after the topic is
+            # created, say): without it a retried first batch landed after later ones, its records
+            # were then beyond W3's grace, and every Kafka Streams-like system rightly dropped them.
+            "enable.idempotence": True,
         }
     )
     start = time.monotonic()
@@ -183,11 +187,17 @@ def preload(kafka: LocalKafka, topic: str, n: int, partitions: int) -> float:
 def preload_table(kafka: LocalKafka, topic: str, partitions: int) -> None:
     kafka.create_topic(topic, partitions)
     producer = Producer(
-        {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20, "partitioner": "murmur2_random"}
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "linger.ms": 20,
+            "partitioner": "murmur2_random",
+            "enable.idempotence": True,
+        }
     )
     for key, value, ts in users():
         producer.produce(topic, key=key.encode(), value=value, timestamp=ts)
-    producer.flush(60)
+    if producer.flush(60):
+        raise RuntimeError(f"pre-loading {topic} did not finish")
 
 
 # ---------------------------------------------------------------- measuring
