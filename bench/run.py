@@ -203,8 +203,8 @@ def preload_table(kafka: LocalKafka, topic: str, partitions: int) -> None:
 # ---------------------------------------------------------------- measuring
 
 
-def _tree(roots: list[int]) -> list[tuple[str, int, int]]:
-    """(command name, RSS bytes, CPU ticks) of every process in the trees under ``roots``."""
+def _tree(roots: list[int]) -> dict[int, tuple[str, int, int]]:
+    """pid -> (command name, RSS bytes, CPU ticks) of every process in the trees under ``roots``."""
     children: dict[int, list[int]] = {}
     usage: dict[int, tuple[str, int, int]] = {}
     for entry in os.listdir("/proc"):
@@ -219,26 +219,20 @@ def _tree(roots: list[int]) -> list[tuple[str, int, int]]:
             usage[int(entry)] = (comm, int(fields[21]) * _PAGE, int(fields[11]) + int(fields[12]))
         except (OSError, ValueError, IndexError):
             continue
-    found = []
+    found = {}
     todo = list(roots)
     while todo:
         pid = todo.pop()
         if pid in usage:
-            found.append(usage[pid])
+            found[pid] = usage[pid]
         todo.extend(children.get(pid, []))
     return found
-
-
-def _tree_usage(roots: list[int]) -> tuple[float, float]:
-    """(summed RSS in MB, summed CPU seconds) of the process trees under ``roots``."""
-    procs = _tree(roots)
-    return sum(p[1] for p in procs) / 2**20, sum(p[2] for p in procs) / _TICKS
 
 
 def _rss_by_command(roots: list[int]) -> dict[str, int]:
     """RSS in MB per command name (java, python, ...) of the process trees under ``roots``."""
     by: dict[str, int] = {}
-    for comm, rss, _ in _tree(roots):
+    for comm, rss, _ in _tree(roots).values():
         by[comm] = by.get(comm, 0) + rss
     return {comm: round(rss / 2**20) for comm, rss in sorted(by.items())}
 
@@ -365,9 +359,15 @@ def run_system(
     rss_series: list[dict[str, Any]] = []
     interval_peak = [0.0]
 
+    cpu_by_pid: dict[int, tuple[str, int]] = {}  # pid -> (command, CPU ticks when last seen)
+
     def sample() -> None:
         while not stop_sampling.wait(0.5):
-            rss, seconds = _tree_usage([p.pid for p in procs])
+            tree = _tree([p.pid for p in procs])
+            for pid, (comm, _, ticks) in tree.items():
+                cpu_by_pid[pid] = (comm, ticks)
+            rss = sum(p[1] for p in tree.values()) / 2**20
+            seconds = sum(p[2] for p in tree.values()) / _TICKS
             peak[0] = max(peak[0], rss)
             interval_peak[0] = max(interval_peak[0], rss)
             if not rss_series or time.time() - launched >= rss_series[-1]["s"] + 10:
@@ -459,6 +459,11 @@ def run_system(
         shutil.rmtree(state_dir, ignore_errors=True)
     result.peak_rss_mb = round(peak[0])
     result.extra["rss_mb_every_10s"] = rss_series
+    # CPU seconds per process kind over the whole run (start-up included), as last sampled.
+    cpu_seconds: dict[str, float] = {}
+    for comm, ticks in cpu_by_pid.values():
+        cpu_seconds[comm] = cpu_seconds.get(comm, 0.0) + ticks / _TICKS
+    result.extra["cpu_seconds"] = {k: round(v, 1) for k, v in sorted(cpu_seconds.items())}
     result.output_records = checker.records
     result.duplicates = checker.duplicates
     firsts = [r["first_input_ms"] for r in reports if r.get("first_input_ms")]
