@@ -23,7 +23,16 @@ from kspark.dev.partitioning import default_partition
 from kspark.processor.topology import Topology
 from kspark.testing import TopologyTestDriver
 
-__all__ = ["Scenario", "Input", "PerKey", "reference_outputs", "spark_outputs", "last_values", "difference"]
+__all__ = [
+    "Scenario",
+    "Input",
+    "PerKey",
+    "reference_outputs",
+    "spark_outputs",
+    "last_values",
+    "difference",
+    "cached_difference",
+]
 
 
 @dataclass(frozen=True)
@@ -149,3 +158,20 @@ def difference(got: PerKey, expected: PerKey) -> str:
             if g.get(key) != e.get(key):
                 lines.append(f"{topic} {key}:\n  got      {g.get(key)}\n  expected {e.get(key)}")
     return "\n".join(lines) or "no difference"
+
+
+def cached_difference(got: PerKey, expected: PerKey) -> str:
+    """Where ``got`` (record cache on) breaks what caching allows against the cache-off
+    ``expected``: the same final value per key, and only values the reference emitted.
+    Empty when it keeps both."""
+    lines = []
+    if last_values(got) != last_values(expected):
+        lines.append(
+            f"final values differ:\n  got      {last_values(got)}\n  expected {last_values(expected)}"
+        )
+    for topic, per_key in got.items():
+        for key, seq in per_key.items():
+            extra = sorted(set(seq) - set(expected.get(topic, {}).get(key, [])), key=repr)
+            if extra:
+                lines.append(f"{topic} {key}: values the reference never emitted: {extra}")
+    return "\n".join(lines)

@@ -19,9 +19,14 @@ from typing import Any
 from kspark.dev.kafka import LocalKafka
 
 from . import harness, scenarios
-from .harness import difference, reference_outputs, spark_outputs
+from .harness import cached_difference, difference, reference_outputs, spark_outputs
 
-__all__ = ["main"]
+__all__ = ["main", "NATIVE"]
+
+NATIVE = ("count", "tumbling_window_count", "hopping_window_count")
+"""Scenarios whose counts the runner computes natively when the record cache is on."""
+
+CACHE_ON = {"statestore.cache.max.bytes": 10 * 1024 * 1024}
 
 
 class _Broker(LocalKafka):
@@ -71,6 +76,16 @@ def main(argv: list[str]) -> int:
                 print(f"MISMATCH {name}:\n{difference(got, expected)}", flush=True)
             else:
                 print(f"ok {name}", flush=True)
+            if name in NATIVE:
+                # Record cache on: the native count runs, restarted twice, its tasks on either executor.
+                cached = {**config, "application.id": f"{config['application.id']}-c", **CACHE_ON}
+                got = spark_outputs(scenario, cached, broker, spark, topic_factory, runs=3)
+                wrong = cached_difference(got, reference_outputs(scenario, config))
+                failed += bool(wrong)
+                print(
+                    f"MISMATCH {name} (native, restarted):\n{wrong}" if wrong else f"ok {name} (native)",
+                    flush=True,
+                )
     finally:
         spark.stop()
     return 1 if failed else 0

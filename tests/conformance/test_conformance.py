@@ -25,7 +25,7 @@ from kspark.dev.kafka import LocalKafka
 from kspark.runtime.spark.runner import MAX_OFFSETS_PER_TRIGGER
 
 from . import harness, scenarios
-from .harness import PerKey, Scenario, difference, last_values, reference_outputs, spark_outputs
+from .harness import PerKey, Scenario, cached_difference, difference, reference_outputs, spark_outputs
 from .scenarios import BY_NAME, SCENARIOS
 
 _IDS = [s.name for s in SCENARIOS]
@@ -128,10 +128,8 @@ class TestSparkRunner(ConformanceSuite):
         config = _config(scenario, tmp_path, **{"statestore.cache.max.bytes": 10 * 1024 * 1024})
         expected = reference_outputs(scenario, config)
         got = self.run(scenario, config, runs=runs)
-        assert last_values(got) == last_values(expected)
-        for topic, per_key in got.items():
-            for key, seq in per_key.items():
-                assert set(seq) <= set(expected[topic][key]), (topic, key)
+        wrong = cached_difference(got, expected)
+        assert not wrong, wrong
 
     @settings(
         max_examples=3,
