@@ -16,6 +16,8 @@ inside that same installation (a pip-installed PySpark); moves everything loaded
 collector's sight (``gc.freeze()``); and makes the collection after a task
 a young-generation one. Old-generation garbage is still collected by
 Python's automatic, threshold-driven collections, as in any Python process.
+It also makes transformWithStateInPandas hand its input to kspark's stages
+in slices rather than row by row (:mod:`kspark.runtime.spark.tws_input`).
 
 :func:`kspark.runtime.spark.session.create_spark_session` sets it as the
 default; a session without it runs kspark correctly, only slower.
@@ -27,6 +29,8 @@ import gc
 import sys
 import types
 from pathlib import Path
+
+from kspark.runtime.spark import tws_input
 
 __all__ = ["DAEMON_MODULE", "preload", "prefer_installed_pyspark", "main"]
 
@@ -82,6 +86,7 @@ def main() -> None:
     import pyspark.daemon as daemon
 
     preload()
+    tws_input.install()
     gc.collect()
     gc.freeze()
     # pyspark.daemon.manager() calls gc.collect() after each task of a reused worker.
