@@ -62,6 +62,7 @@ __all__ = [
     "TaskMeta",
     "WarmTask",
     "warm_entry",
+    "current_warm",
     "keep_warm",
     "evict_warm",
     "task_state",
@@ -167,6 +168,18 @@ def warm_entry(spec: TopologySpec, partition: int) -> WarmTask | None:
     """The task of ``partition`` this worker kept warm, if any."""
     with _WARM_LOCK:
         return _WARM.get(_warm_key(spec, partition))
+
+
+def current_warm(spec: TopologySpec, partition: int, meta_state: Any) -> tuple[TaskMeta, WarmTask | None]:
+    """A stateful task's committed ``meta`` and its warm task if that saw every batch so far
+    (its epoch matches); a stale warm task is closed and None returned: the caller restores."""
+    meta = TaskMeta.of(meta_state.get() if meta_state.exists() else None)
+    warm = warm_entry(spec, partition)
+    if warm is not None and warm.epoch == meta.epoch:
+        return meta, warm
+    if warm is not None:
+        warm.task.close()
+    return meta, None
 
 
 def keep_warm(spec: TopologySpec, partition: int, entry: WarmTask) -> None:
@@ -336,12 +349,9 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 
     def _warm_task(self, partition: int) -> tuple[TaskMeta, WarmTask]:
         """The task warm from the last batch, or rebuilt and restored from its changelog."""
-        meta = TaskMeta.of(self._meta.get() if self._meta.exists() else None)
-        warm = warm_entry(self.spec, partition)
-        if warm is not None and warm.epoch == meta.epoch:
-            return meta, warm
+        meta, warm = current_warm(self.spec, partition, self._meta)
         if warm is not None:
-            warm.task.close()
+            return meta, warm
         task = self.spec.build_task(partition, meta.processor_metadata)
         latest = restored_changelog(self._changelog, meta)
         callbacks = task.context.restore_callbacks

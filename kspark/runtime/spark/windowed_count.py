@@ -53,6 +53,7 @@ from kspark.runtime.spark.tasks import (
     TaskMeta,
     TopologySpec,
     WarmTask,
+    current_warm,
     evict_warm,
     kafka_headers,
     keep_warm,
@@ -60,7 +61,6 @@ from kspark.runtime.spark.tasks import (
     restored_changelog,
     stateful_processor_base,
     task_state,
-    warm_entry,
 )
 
 if TYPE_CHECKING:
@@ -136,12 +136,9 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
 
     def _warm(self, partition: int) -> tuple[TaskMeta, WarmTask]:
         """The counts warm from the last batch, or restored from the changelog state."""
-        meta = TaskMeta.of(self._meta.get() if self._meta.exists() else None)
-        warm = warm_entry(self.spec, partition)
-        if warm is not None and warm.epoch == meta.epoch:
-            return meta, warm
+        meta, warm = current_warm(self.spec, partition, self._meta)
         if warm is not None:
-            warm.task.close()
+            return meta, warm
         counts = restored_changelog(self._changelog, meta)
         self._forget_closed(counts, meta.stream_time)
         return meta, WarmTask(meta.epoch, self.spec.build_task(partition), counts)
