@@ -7,6 +7,9 @@ feeds one task the workload's input as ``RawRecord``s and runs it as the
 Spark runner's stages do (process, punctuate, commit; the output records
 are not sent anywhere). Prints records per CPU-second of this process (``time.process_time``,
 so another process on the machine disturbs it less than wall time would).
+A workload whose task is a fused chain (``kspark/processor/internals/fused.py``,
+W1) is run both ways: through the engine's queues and nodes, and fused as
+the stateless stage runs it.
 This is the ceiling of one core's Python work per record under any runner;
 ``--profile`` prints cProfile's top functions.
 """
@@ -21,10 +24,13 @@ import time
 __all__ = ["main", "run"]
 
 
-def run(workload: str, n: int) -> tuple[float, int]:
-    """(CPU seconds, output records incl. changelog) of one task over ``n`` input records."""
+def run(workload: str, n: int, fused: bool = False) -> tuple[float, int] | None:
+    """(CPU seconds, output records incl. changelog) of one task over ``n`` input records;
+    ``fused``: run the task as a fused chain (None if it is not one)."""
     from bench.systems.kspark_app import build
     from bench.workloads import event_value, events
+    from kspark.processor.api import Headers
+    from kspark.processor.internals.fused import FusedChain
     from kspark.processor.internals.records import RawRecord
     from kspark.runtime.spark.tasks import TopologySpec, _run
 
@@ -33,8 +39,15 @@ def run(workload: str, n: int) -> tuple[float, int]:
     spec = TopologySpec(topology, config, 0, {}, "engine", {})
     task = spec.build_task(0)
     records = [RawRecord("in", 0, i, e.ts, e.key.encode(), event_value(e)) for i, e in enumerate(events(n))]
+    chain = FusedChain.of(task) if fused else None
+    if fused and chain is None:
+        return None
     start = time.process_time()
-    task.add_records("in", 0, records)
+    if chain is not None:
+        columns = [[getattr(r, name) for r in records] for name in ("offset", "timestamp", "key", "value")]
+        chain.process("in", 0, *columns, [None] * len(records), Headers)
+    else:
+        task.add_records("in", 0, records)
     out = _run(task)
     return time.process_time() - start, len(out)
 
@@ -45,19 +58,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args(argv)
-    print("| workload | records | CPU s | records per CPU-second | outputs (incl. changelog) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| workload | path | records | CPU s | records per CPU-second | outputs (incl. changelog) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
     for w in [x.strip().upper() for x in args.workload.split(",") if x.strip()]:
-        profiler = cProfile.Profile() if args.profile else None
-        if profiler is not None:
-            profiler.enable()
-        seconds, outputs = run(w, args.records)
-        if profiler is not None:
-            profiler.disable()
-        print(
-            f"| {w} | {args.records:,} | {seconds:.2f} | {args.records / seconds:,.0f} | {outputs:,} |",
-            flush=True,
-        )
+        for fused in (False, True):
+            profiler = cProfile.Profile() if args.profile else None
+            if profiler is not None:
+                profiler.enable()
+            result = run(w, args.records, fused)
+            if profiler is not None:
+                profiler.disable()
+            if result is None:
+                continue
+            seconds, outputs = result
+            path = "fused" if fused else "engine"
+            rate = args.records / seconds
+            n = args.records
+            print(f"| {w} | {path} | {n:,} | {seconds:.2f} | {rate:,.0f} | {outputs:,} |", flush=True)
         if profiler is not None:
             pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
 

@@ -14,6 +14,7 @@ from typing import Any
 from kspark.errors import StreamsException
 from kspark.key_value import KeyValue
 from kspark.processor.api import Processor, ProcessorContext, Record
+from kspark.processor.internals.fused import Step
 
 __all__ = [
     "ContextualProcessor",
@@ -67,6 +68,15 @@ class _Filter(ContextualProcessor):
         if self._filter_not ^ bool(self._predicate(record.key, record.value)):
             self._context.forward(record)
 
+    def fuse(self, forward: Step) -> Step:
+        predicate, filter_not = self._predicate, self._filter_not
+
+        def step(key: Any, value: Any) -> None:
+            if filter_not ^ bool(predicate(key, value)):
+                forward(key, value)
+
+        return step
+
 
 class KStreamFilter:
     """``filter`` / ``filter_not`` (and the pass-all / non-null-key filter before a repartition)."""
@@ -87,6 +97,15 @@ class _Map(ContextualProcessor):
         kv = to_key_value(self._mapper(record.key, record.value), "map")
         self._context.forward(record.with_key(kv.key).with_value(kv.value))
 
+    def fuse(self, forward: Step) -> Step:
+        mapper = self._mapper
+
+        def step(key: Any, value: Any) -> None:
+            kv = to_key_value(mapper(key, value), "map")
+            forward(kv.key, kv.value)
+
+        return step
+
 
 class KStreamMap:
     """``map`` and ``select_key``: a new key and value per record."""
@@ -104,6 +123,14 @@ class _MapValues(ContextualProcessor):
 
     def process(self, record: Record[Any, Any]) -> None:
         self._context.forward(record.with_value(self._mapper(record.key, record.value)))
+
+    def fuse(self, forward: Step) -> Step:
+        mapper = self._mapper
+
+        def step(key: Any, value: Any) -> None:
+            forward(key, mapper(key, value))
+
+        return step
 
 
 class KStreamMapValues:
@@ -128,6 +155,19 @@ class _FlatMap(ContextualProcessor):
             kv = to_key_value(result, "flat_map")
             self._context.forward(record.with_key(kv.key).with_value(kv.value))
 
+    def fuse(self, forward: Step) -> Step:
+        mapper = self._mapper
+
+        def step(key: Any, value: Any) -> None:
+            results = mapper(key, value)
+            if results is None:
+                raise StreamsException("flat_map: the mapper must return an iterable of KeyValue, got None")
+            for result in results:
+                kv = to_key_value(result, "flat_map")
+                forward(kv.key, kv.value)
+
+        return step
+
 
 class KStreamFlatMap:
     """``flat_map``: zero or more (key, value) pairs per record."""
@@ -150,6 +190,18 @@ class _FlatMapValues(ContextualProcessor):
         for value in results:
             self._context.forward(record.with_value(value))
 
+    def fuse(self, forward: Step) -> Step:
+        mapper = self._mapper
+
+        def step(key: Any, value: Any) -> None:
+            results = mapper(key, value)
+            if results is None:
+                raise StreamsException("flat_map_values: the mapper must return an iterable, got None")
+            for result in results:
+                forward(key, result)
+
+        return step
+
 
 class KStreamFlatMapValues:
     """``flat_map_values``: zero or more values per record, key unchanged."""
@@ -170,6 +222,17 @@ class _Peek(ContextualProcessor):
         self._action(record.key, record.value)
         if self._forward:
             self._context.forward(record)
+
+    def fuse(self, forward: Step) -> Step:
+        action = self._action
+        if not self._forward:
+            return action
+
+        def step(key: Any, value: Any) -> None:
+            action(key, value)
+            forward(key, value)
+
+        return step
 
 
 class KStreamPeek:
@@ -255,6 +318,9 @@ class KStreamBranch:
 class _PassThrough(ContextualProcessor):
     def process(self, record: Record[Any, Any]) -> None:
         self._context.forward(record)
+
+    def fuse(self, forward: Step) -> Step:
+        return forward
 
 
 class PassThrough:

@@ -241,6 +241,22 @@ class StreamTask:
             )
         return self.partition_group.add_raw_records(topic, partition, records)
 
+    def input_queue(self, topic: str, partition: int) -> RecordQueue:
+        """The queue of ``topic``-``partition`` (created empty if need be), for a fused chain."""
+        self.add_records(topic, partition, [])
+        return self.partition_group.queues[(topic, partition)]
+
+    def take_time(self, queue: RecordQueue, timestamp: int) -> None:
+        """Advance partition and stream time as taking a record stamped ``timestamp`` from ``queue``
+        would: a fused chain takes records without the queue."""
+        queue.partition_time = max(queue.partition_time, timestamp)
+        self.partition_group.stream_time = max(self.partition_group.stream_time, timestamp)
+
+    @property
+    def default_timestamp_extractor(self) -> Any:
+        """``default.timestamp.extractor``, for sources without their own."""
+        return self._default_extractor
+
     def has_records_queued(self) -> bool:
         return self.partition_group.num_buffered() > 0
 
@@ -269,16 +285,27 @@ class StreamTask:
         ctx.current_node = queue.source
         try:
             queue.source.process(Record(rec.key, rec.value, stamped.timestamp, rec.headers))
-        except FailedProcessingException as e:
-            raise StreamsException(self._process_error(e.node_name, rec, e.cause)) from e.cause
-        except (StreamsException, TaskMigratedException):
-            raise
         except Exception as e:
             node = ctx.current_node.name if ctx.current_node else queue.source.name
-            raise StreamsException(self._process_error(node, rec, e)) from e
+            raise self.processing_failure(e, rec, node)  # noqa: B904 -- it sets the cause
         finally:
             ctx.current_node = None
         return True
+
+    def processing_failure(self, error: Exception, rec: ConsumerRecord, node_name: str) -> Exception:
+        """What a failure while processing ``rec`` surfaces as, with its cause set: a
+        ``StreamsException`` naming the task, the failed node (``node_name`` unless the
+        handler's FAIL named one), topic, partition and offset; Streams and
+        task-migrated exceptions as they are."""
+        if isinstance(error, FailedProcessingException):
+            failure = StreamsException(self._process_error(error.node_name, rec, error.cause))
+            failure.__cause__ = error.cause
+            return failure
+        if isinstance(error, (StreamsException, TaskMigratedException)):
+            return error
+        failure = StreamsException(self._process_error(node_name, rec, error))
+        failure.__cause__ = error
+        return failure
 
     def forward_from(
         self, node_name: str, record: Record[Any, Any], record_context: ProcessorRecordContext
@@ -311,13 +338,9 @@ class StreamTask:
 
         try:
             ctx.forward(record)
-        except FailedProcessingException as e:
-            raise StreamsException(self._process_error(e.node_name, as_consumed(), e.cause)) from e.cause
-        except (StreamsException, TaskMigratedException):
-            raise
         except Exception as e:
             failed = ctx.current_node.name if ctx.current_node else node_name
-            raise StreamsException(self._process_error(failed, as_consumed(), e)) from e
+            raise self.processing_failure(e, as_consumed(), failed)  # noqa: B904 -- it sets the cause
         finally:
             ctx.current_node = None
 

@@ -26,6 +26,7 @@ __all__ = [
     "UsePartitionTimeOnInvalidTimestamp",
     "WallclockTimestampExtractor",
     "resolve_timestamp_extractor",
+    "record_timestamp_extractor",
 ]
 
 _log = logging.getLogger(__name__)
@@ -49,6 +50,12 @@ class _RecordTimestamp(TimestampExtractor):
     def on_invalid_timestamp(
         self, record: ConsumerRecord, record_timestamp: int, partition_time: int
     ) -> int: ...
+
+
+def record_timestamp_extractor(extractor: Any) -> bool:
+    """True when ``extractor`` returns a record's own timestamp whenever that is not negative
+    (the built-in record-timestamp extractors, unless a subclass overrides ``extract``)."""
+    return isinstance(extractor, _RecordTimestamp) and type(extractor).extract is _RecordTimestamp.extract
 
 
 class FailOnInvalidTimestamp(_RecordTimestamp):

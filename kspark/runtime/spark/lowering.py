@@ -35,8 +35,9 @@ lowered plans keep different state, so switching needs a new
 from __future__ import annotations
 
 import codecs
+import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ from kspark.kstream.windowed import TimeWindow, Windowed
 from kspark.kstream.windows import EmitStrategy, TimeWindows
 from kspark.processor.api import Record
 from kspark.processor.internals.builder import InternalTopologyBuilder
+from kspark.processor.internals.fused import FusedChain
 from kspark.processor.internals.records import ProcessorRecordContext
 from kspark.processor.internals.timestamp_extractors import (
     FailOnInvalidTimestamp,
@@ -98,16 +100,29 @@ class NativeCount:
     key_deserializer: Any  # the store's key deserializer: the key the count forwards
     windows: TimeWindows | None = None  # a windowed count's windows (windowed_count.py)
 
+    def tail(self, task: Any) -> Callable[[Record[Any, Any], ProcessorRecordContext], None]:
+        """Runs what follows the count in ``task`` for one record the count forwards: fused when
+        it is a line of stateless operators into a sink, else ``task.forward_from``."""
+        fused = FusedChain.after(task, self.aggregate)
+        if fused is not None:
+            return fused.forward
+        return functools.partial(task.forward_from, self.aggregate)
+
     def forward(
-        self, task: Any, key: bytes, count: int, timestamp: int, context: ProcessorRecordContext
+        self,
+        tail: Callable[..., None],
+        key: bytes,
+        count: int,
+        timestamp: int,
+        context: ProcessorRecordContext,
     ) -> None:
-        """Run what follows the count in ``task`` for one updated count, as the count forwards it."""
+        """Hand one updated count to ``tail`` (:meth:`tail`), as the count forwards it."""
         k = self.key_deserializer.deserialize(context.topic, key)
-        task.forward_from(self.aggregate, Record(k, Change(count, None), timestamp, context.headers), context)
+        tail(Record(k, Change(count, None), timestamp, context.headers), context)
 
     def forward_windowed(
         self,
-        task: Any,
+        tail: Callable[..., None],
         key: bytes,
         window: TimeWindow,
         count: int,
@@ -116,7 +131,7 @@ class NativeCount:
     ) -> None:
         """:meth:`forward` for a windowed count: the key is ``Windowed(key, window)``."""
         k = Windowed(self.key_deserializer.deserialize(context.topic, key), window)
-        task.forward_from(self.aggregate, Record(k, Change(count, None), timestamp, context.headers), context)
+        tail(Record(k, Change(count, None), timestamp, context.headers), context)
 
 
 def _kind(serde_or_deserializer: Any) -> str | None:
@@ -243,6 +258,7 @@ class CountTail:
         from kspark.runtime.spark.tasks import kafka_headers, warm_stateless_task, written_batch
 
         sender = RecordSender(self.spec.producer_config)
+        tails: dict[int, Callable[..., None]] = {}
         for batch in batches:
             self.spec.global_replica()
             cols = batch.to_pydict()
@@ -265,9 +281,12 @@ class CountTail:
                         self.native.aggregate,
                     )
                     continue
-                task = warm_stateless_task(self.spec, partition)
+                task = warm_stateless_task(self.spec, partition).task
                 hdrs = kafka_headers(headers)
                 context = ProcessorRecordContext(ts, offset, partition, topic, hdrs)
-                self.native.forward(task, key, count, ts, context)
+                tail = tails.get(partition)
+                if tail is None:
+                    tail = tails[partition] = self.native.tail(task)
+                self.native.forward(tail, key, count, ts, context)
                 sender.send(task.drain_output())
         yield written_batch(sender.close())

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.processor.api import Headers
+from kspark.processor.internals.fused import FusedChain
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
 from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
@@ -152,6 +153,8 @@ class WarmTask:
     # Stateful stages: the latest changelog record per store and key (what a compacted changelog
     # topic holds), written back as the task's whole state when its changelog is compacted.
     latest: Latest = field(default_factory=dict)
+    # Stateless stages: the task as closures when it is a fusable chain (processor/internals/fused.py).
+    fused: FusedChain | None = None
 
 
 # Tasks stay warm in a Python worker between micro-batches: Spark reuses workers.
@@ -212,13 +215,14 @@ def written_batch(n: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({"written": [n]}, schema=pa.schema([("written", pa.int64())]))
 
 
-def warm_stateless_task(spec: TopologySpec, partition: int) -> StreamTask:
+def warm_stateless_task(spec: TopologySpec, partition: int) -> WarmTask:
     """This worker's task for ``partition`` of a sub-topology whose state is not the engine's to keep."""
     warm = warm_entry(spec, partition)
     if warm is None:
-        warm = WarmTask(0, spec.build_task(partition))
+        task = spec.build_task(partition)
+        warm = WarmTask(0, task, fused=FusedChain.of(task))
         keep_warm(spec, partition, warm)
-    return warm.task
+    return warm
 
 
 class StatelessStage:
@@ -232,21 +236,13 @@ class StatelessStage:
         for batch in batches:
             self.spec.global_replica()
             for (topic, partition), cols in _by_topic_partition(batch):
-                task = warm_stateless_task(self.spec, partition)
-                task.add_records(
-                    topic,
-                    partition,
-                    _raw_records(
-                        topic,
-                        partition,
-                        cols["offset"],
-                        cols["timestamp"],
-                        cols["key"],
-                        cols["value"],
-                        cols["headers"],
-                    ),
-                )
-                sender.send(_run(task))
+                warm = warm_stateless_task(self.spec, partition)
+                columns = (cols["offset"], cols["timestamp"], cols["key"], cols["value"], cols["headers"])
+                if warm.fused is not None:
+                    warm.fused.process(topic, partition, *columns, kafka_headers)
+                else:
+                    warm.task.add_records(topic, partition, _raw_records(topic, partition, *columns))
+                sender.send(_run(warm.task))
         yield written_batch(sender.close())
 
 

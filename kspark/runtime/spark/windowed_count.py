@@ -217,6 +217,7 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         sender = RecordSender(self.spec.producer_config)
         changelog: list[tuple[int, bytes, int, int]] = []
         task = warm.task
+        tail = self.native.tail(task)
         windows: dict[int, TimeWindow] = {}  # one per window start: a batch has few
         size = self.windows.size()
         for (start, key), i in sorted(latest_record.items(), key=lambda item: (item[1], item[0][0])):
@@ -227,7 +228,7 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
                 window = windows[start] = TimeWindow(start, start + size)
             hdrs = kafka_headers(headers[i])
             context = ProcessorRecordContext(int(timestamps[i]), int(offsets[i]), partition, self.topic, hdrs)
-            self.native.forward_windowed(task, key, window, count, ts, context)
+            self.native.forward_windowed(tail, key, window, count, ts, context)
             if len(changelog) % 1000 == 0:
                 sender.send(task.drain_output())
         sender.send(task.drain_output())

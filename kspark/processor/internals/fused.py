@@ -1,0 +1,297 @@
+"""Fused chains: one source, a straight line of stateless operators and a sink, run as closures.
+
+The engine hands every record through a queue, a stamped record, a record
+context, a ``Record`` and a node wrapper per operator: for a filter and a
+``map_values`` (benchmark W1) that bookkeeping cost twice the user's own
+work (``python -m bench.engine --workload W1``). A :class:`FusedChain` runs the same
+operators as one closure per operator, each built by the processor itself
+(``fuse(forward)``, next to its ``process``), and gives the same result
+record by record:
+
+* the same output records, in the same order, through the task's collector;
+* a failing operator is handled as its ``ProcessorNode`` would handle it:
+  the processing exception handler is asked with the same context (node,
+  topic, partition, offset, headers, raw key and value) and the record the
+  node received, and FAIL surfaces as the same ``StreamsException``;
+* a serialization error goes to the collector's own path (production
+  exception handler, dead-letter queue);
+* a record the closures do not cover -- one that fails to deserialize or has a
+  negative timestamp -- is handed to the task's own path, with the partition
+  time the task would have had, and the chain goes on after it.
+
+Only operators that see neither context nor state are fused (their
+processors define ``fuse``); anything else leaves the task as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kspark.errors import TaskMigratedException
+from kspark.processor.api import Headers, Record
+from kspark.processor.internals.nodes import FailedProcessingException, ProcessorNode, SinkNode, SourceNode
+from kspark.processor.internals.records import ConsumerRecord, ProcessorRecordContext, RawRecord
+from kspark.processor.internals.timestamp_extractors import record_timestamp_extractor
+
+if TYPE_CHECKING:
+    from kspark.processor.internals.task import StreamTask
+
+__all__ = ["FusedChain", "Step"]
+
+Step = Callable[[Any, Any], None]
+"""A fused operator: takes a key and value, calls the next step for each record it would forward."""
+
+
+def _no_children(key: Any, value: Any) -> None:
+    """Forwarding from a node without children reaches nobody, as in the engine."""
+
+
+def _fusable_line(entry: ProcessorNode) -> list[ProcessorNode] | None:
+    """The nodes after ``entry`` if they form one line of fusable operators, ending in a sink
+    with a fixed topic and the default partitioner or in an operator without children."""
+    chain: list[ProcessorNode] = []
+    node = entry
+    while node.children:
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+        chain.append(node)
+        if type(node) is SinkNode:
+            if node.topic is None or node.partitioner is not None:
+                return None
+        elif type(node) is not ProcessorNode or node.fixed_key or not hasattr(node.processor, "fuse"):
+            return None
+    return chain
+
+
+class FusedChain:
+    """The operators after one node of a task, as closures.
+
+    :meth:`of` fuses a whole task from its source (input via :meth:`process`);
+    :meth:`after` fuses what follows a node whose output a runner computes
+    itself (input via :meth:`forward`, as ``StreamTask.forward_from``).
+    """
+
+    def __init__(self, task: StreamTask, entry: ProcessorNode, chain: list[ProcessorNode]) -> None:
+        self._task = task
+        self._entry = entry
+        self._nodes = chain
+        # The input record being processed, for error contexts and the sink.
+        self._topic = ""
+        self._partition = -1
+        self._offset = -1
+        self._timestamp = -1
+        self._raw: tuple[Any, Any, Any] = (None, None, None)  # key bytes, value bytes, headers as given
+        self._to_headers: Callable[[Any], Headers] = Headers.copy
+        self._step = self._build(0)
+
+    @staticmethod
+    def of(task: StreamTask) -> FusedChain | None:
+        """``task`` fused from its source, or None unless it is one source, fusable operators and a sink."""
+        topology = task.topology
+        sources = {id(s): s for s in topology.sources_by_topic.values()}
+        if len(sources) != 1 or task.stores:
+            return None
+        (source,) = sources.values()
+        extractor = source.timestamp_extractor or task.default_timestamp_extractor
+        if not record_timestamp_extractor(extractor):
+            return None
+        chain = _fusable_line(source)
+        if chain is None or len(chain) + 1 != len(topology.processors):
+            return None
+        return FusedChain(task, source, chain)
+
+    @staticmethod
+    def after(task: StreamTask, node_name: str) -> FusedChain | None:
+        """What follows ``node_name`` in ``task`` fused, or None unless it is fusable operators and a sink."""
+        node = task.node(node_name)
+        chain = _fusable_line(node) if node is not None else None
+        return FusedChain(task, node, chain) if node is not None and chain else None
+
+    # ------------------------------------------------------------------ building
+    def _build(self, index: int) -> Step:
+        """The step of ``self._nodes[index]``, forwarding into the steps after it."""
+        if index == len(self._nodes):
+            return _no_children
+        node = self._nodes[index]
+        if isinstance(node, SinkNode):
+            return self._sink(node)
+        forward = self._build(index + 1)
+        body: Step = node.processor.fuse(forward)  # type: ignore[union-attr]
+        context = node.context
+        assert context is not None
+        handle = context.handle_processing_exception
+
+        def guarded(key: Any, value: Any) -> None:  # ProcessorNode.process
+            try:
+                body(key, value)
+            except (FailedProcessingException, TaskMigratedException):
+                raise
+            except Exception as e:
+                handle(node, Record(key, value, self._timestamp, self._enter(node)), e)
+
+        return guarded
+
+    def _sink(self, sink: SinkNode) -> Step:
+        topic = sink.topic
+        assert topic is not None and sink.context is not None
+        key_serializer, value_serializer = sink.key_serializer, sink.value_serializer
+        collector = sink.context.record_collector
+        serialize_key, serialize_value = key_serializer.serialize, value_serializer.serialize
+        send = collector.send_serialized
+
+        def step(key: Any, value: Any) -> None:
+            try:
+                key_bytes = serialize_key(topic, key)
+                value_bytes = serialize_value(topic, value)
+            except Exception:
+                # Serializers are pure: the collector's own send fails the same way and
+                # takes the production exception handler's path with the record's context.
+                headers = self._enter(sink)
+                collector.send(
+                    topic, key, value, headers, self._timestamp, key_serializer, value_serializer, sink.name
+                )
+                return
+            send(topic, None, key_bytes, value_bytes, self._headers(), self._timestamp)
+
+        return step
+
+    def _headers(self) -> Headers:
+        """A fresh copy of the current input record's headers (each output record owns its own)."""
+        return self._headers_of(self._raw[2])
+
+    def _enter(self, node: ProcessorNode) -> Headers:
+        """Set the task's context as the engine has it while ``node`` processes the current record;
+        returns the record's headers (the context's)."""
+        ctx = self._task.context
+        headers = self._headers()
+        ctx.record_context = ProcessorRecordContext(
+            self._timestamp, self._offset, self._partition, self._topic, headers
+        )
+        ctx.raw_key, ctx.raw_value = self._raw[0], self._raw[1]
+        ctx.current_node = node
+        return headers
+
+    # ------------------------------------------------------------------ running
+    def process(
+        self,
+        topic: str,
+        partition: int,
+        offsets: Sequence[int],
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Any],
+        to_headers: Callable[[Any], Headers],
+    ) -> None:
+        """Process one topic-partition's records in offset order; output goes to the task's collector.
+
+        ``headers`` holds each record's headers as the runner has them (falsy for
+        none) and ``to_headers`` turns one into :class:`Headers`, only where a
+        record's headers are needed.
+        """
+        task = self._task
+        source = self._entry
+        assert isinstance(source, SourceNode), "process() is for a chain fused from its source"
+        queue = task.input_queue(topic, partition)
+        while task.process():  # records already queued come first, on the task's own path
+            task.maybe_punctuate_stream_time()
+        deserialize_key, deserialize_value = source.deserialize_key, source.deserialize_value
+        step = self._step
+        self._topic, self._partition, self._to_headers = topic, partition, to_headers
+        partition_time = queue.partition_time
+        empty = Headers()
+        count = len(offsets)
+
+        def stamped(i: int) -> tuple[Any, Any] | None:
+            """Record ``i`` deserialized, or None when only the task's own path can take it."""
+            try:
+                key = deserialize_key(topic, empty, keys[i])
+                value = deserialize_value(topic, empty, values[i])
+            except Exception:
+                return None
+            return (key, value) if timestamps[i] >= 0 else None
+
+        # As Kafka's RecordQueue, the next record is deserialized and stamped before the
+        # current one is processed (its handler may fail or skip it first); from the first
+        # record the closures cannot take, the rest of the input goes the task's own path.
+        current = stamped(0) if count else None
+        key: Any = None
+        value: Any = None
+        i = 0
+        try:
+            while i < count:
+                following = stamped(i + 1) if i + 1 < count else ()
+                if current is None or following is None:
+                    task.take_time(queue, partition_time)
+                    task.add_records(
+                        topic,
+                        partition,
+                        self._raw_records(topic, partition, i, offsets, timestamps, keys, values, headers),
+                    )
+                    while task.process():
+                        task.maybe_punctuate_stream_time()
+                    partition_time = queue.partition_time
+                    break
+                key, value = current
+                timestamp = timestamps[i]
+                self._offset, self._timestamp = offsets[i], timestamp
+                self._raw = (keys[i], values[i], headers[i])
+                if timestamp > partition_time:
+                    partition_time = timestamp
+                step(key, value)
+                current = following or None
+                i += 1
+        except Exception as e:
+            failed = ConsumerRecord(
+                topic, partition, self._offset, self._timestamp, key, value, self._headers()
+            )
+            raise task.processing_failure(e, failed, source.name)  # noqa: B904 -- it sets the cause
+        finally:
+            task.context.current_node = None
+            task.take_time(queue, partition_time)
+
+    def _raw_records(
+        self,
+        topic: str,
+        partition: int,
+        first: int,
+        offsets: Sequence[int],
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Any],
+    ) -> list[RawRecord]:
+        """The input from record ``first`` on, as the task's own path takes it."""
+        return [
+            RawRecord(
+                topic, partition, offsets[i], timestamps[i], keys[i], values[i], self._headers_of(headers[i])
+            )
+            for i in range(first, len(offsets))
+        ]
+
+    def _headers_of(self, raw: Any) -> Headers:
+        return self._to_headers(raw) if raw else Headers()
+
+    def forward(self, record: Record[Any, Any], context: ProcessorRecordContext) -> None:
+        """Run ``record`` through the chain as ``StreamTask.forward_from(entry, record, context)`` would."""
+        task = self._task
+        self._topic, self._partition, self._offset = context.topic or "", context.partition, context.offset
+        self._timestamp = record.timestamp
+        self._raw, self._to_headers = (None, None, record.headers), Headers.copy
+        try:
+            self._step(record.key, record.value)
+        except Exception as e:
+            failed = ConsumerRecord(
+                self._topic,
+                self._partition,
+                self._offset,
+                record.timestamp,
+                record.key,
+                record.value,
+                record.headers,
+            )
+            raise task.processing_failure(e, failed, self._entry.name)  # noqa: B904 -- it sets the cause
+        finally:
+            task.context.current_node = None
