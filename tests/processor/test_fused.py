@@ -279,6 +279,9 @@ class _Passing(Processor[Any, Any]):
     def process(self, record: Record[Any, Any]) -> None:
         self.context.forward(record)
 
+    def fuse(self, forward: Any) -> Any:  # a user's method of that name does not make it fusable
+        raise AssertionError("a user processor was fused")
+
 
 def _task_plain(topology: Any, config: dict[str, Any]) -> StreamTask:
     builder = topology.internal_builder

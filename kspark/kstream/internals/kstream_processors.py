@@ -14,7 +14,7 @@ from typing import Any
 from kspark.errors import StreamsException
 from kspark.key_value import KeyValue
 from kspark.processor.api import Processor, ProcessorContext, Record
-from kspark.processor.internals.fused import Step
+from kspark.processor.internals.fused import Fusable, Step
 
 __all__ = [
     "ContextualProcessor",
@@ -59,7 +59,7 @@ class ContextualProcessor(Processor[Any, Any]):
         raise NotImplementedError
 
 
-class _Filter(ContextualProcessor):
+class _Filter(ContextualProcessor, Fusable):
     def __init__(self, predicate: Callable[[Any, Any], bool], filter_not: bool) -> None:
         self._predicate = predicate
         self._filter_not = filter_not
@@ -89,7 +89,7 @@ class KStreamFilter:
         return _Filter(self.predicate, self.filter_not)
 
 
-class _Map(ContextualProcessor):
+class _Map(ContextualProcessor, Fusable):
     def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
         self._mapper = mapper
 
@@ -117,7 +117,7 @@ class KStreamMap:
         return _Map(self.mapper)
 
 
-class _MapValues(ContextualProcessor):
+class _MapValues(ContextualProcessor, Fusable):
     def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
         self._mapper = mapper
 
@@ -143,7 +143,7 @@ class KStreamMapValues:
         return _MapValues(self.mapper)
 
 
-class _FlatMap(ContextualProcessor):
+class _FlatMap(ContextualProcessor, Fusable):
     def __init__(self, mapper: Callable[[Any, Any], Iterable[Any]]) -> None:
         self._mapper = mapper
 
@@ -179,7 +179,7 @@ class KStreamFlatMap:
         return _FlatMap(self.mapper)
 
 
-class _FlatMapValues(ContextualProcessor):
+class _FlatMapValues(ContextualProcessor, Fusable):
     def __init__(self, mapper: Callable[[Any, Any], Iterable[Any]]) -> None:
         self._mapper = mapper
 
@@ -213,7 +213,7 @@ class KStreamFlatMapValues:
         return _FlatMapValues(self.mapper)
 
 
-class _Peek(ContextualProcessor):
+class _Peek(ContextualProcessor, Fusable):
     def __init__(self, action: Callable[[Any, Any], None], forward: bool) -> None:
         self._action = action
         self._forward = forward
@@ -315,7 +315,7 @@ class KStreamBranch:
         return _Branch(self.predicates, self.child_names)
 
 
-class _PassThrough(ContextualProcessor):
+class _PassThrough(ContextualProcessor, Fusable):
     def process(self, record: Record[Any, Any]) -> None:
         self._context.forward(record)
 

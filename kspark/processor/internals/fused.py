@@ -25,8 +25,9 @@ processors define ``fuse``); anything else leaves the task as it is.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kspark.errors import TaskMigratedException
 from kspark.processor.api import Headers, Record
@@ -37,10 +38,22 @@ from kspark.processor.internals.timestamp_extractors import record_timestamp_ext
 if TYPE_CHECKING:
     from kspark.processor.internals.task import StreamTask
 
-__all__ = ["FusedChain", "Step"]
+__all__ = ["FusedChain", "Fusable", "Step"]
 
 Step = Callable[[Any, Any], None]
 """A fused operator: takes a key and value, calls the next step for each record it would forward."""
+
+
+class Fusable(ABC):
+    """A processor that can run as a :data:`Step`: one that sees neither its context nor state.
+
+    Only kspark's own DSL processors are (a user's processor with a method of
+    the same name is not fused).
+    """
+
+    @abstractmethod
+    def fuse(self, forward: Step) -> Step:
+        """This processor as a step that calls ``forward`` for each record it would forward."""
 
 
 def _no_children(key: Any, value: Any) -> None:
@@ -60,7 +73,7 @@ def _fusable_line(entry: ProcessorNode) -> list[ProcessorNode] | None:
         if type(node) is SinkNode:
             if node.topic is None or node.partitioner is not None:
                 return None
-        elif type(node) is not ProcessorNode or node.fixed_key or not hasattr(node.processor, "fuse"):
+        elif type(node) is not ProcessorNode or node.fixed_key or not isinstance(node.processor, Fusable):
             return None
     return chain
 
@@ -118,7 +131,7 @@ class FusedChain:
         if isinstance(node, SinkNode):
             return self._sink(node)
         forward = self._build(index + 1)
-        body: Step = node.processor.fuse(forward)  # type: ignore[union-attr]
+        body = cast(Fusable, node.processor).fuse(forward)  # _fusable_line checked it
         context = node.context
         assert context is not None
         handle = context.handle_processing_exception
