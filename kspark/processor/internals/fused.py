@@ -15,12 +15,14 @@ record by record:
   node received, and FAIL surfaces as the same ``StreamsException``;
 * a serialization error goes to the collector's own path (production
   exception handler, dead-letter queue);
-* a record the closures do not cover -- one that fails to deserialize or has a
-  negative timestamp -- is handed to the task's own path, with the partition
-  time the task would have had, and the chain goes on after it.
+* the next record is deserialized before the current one is processed, as
+  Kafka's ``RecordQueue`` does; from the first record the closures do not
+  cover -- one that fails to deserialize or has a negative timestamp -- the
+  rest of the input goes the task's own path, with the partition time the
+  task would have had.
 
 Only operators that see neither context nor state are fused (their
-processors define ``fuse``); anything else leaves the task as it is.
+processors are :class:`Fusable`); anything else leaves the task as it is.
 """
 
 from __future__ import annotations
