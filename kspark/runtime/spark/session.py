@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CONF",
     "REQUIRED_SQL_CONF",
+    "LOCAL_GC_OPTION",
     "ConnectorMissingError",
     "create_spark_session",
     "spark_settings",
@@ -77,6 +78,9 @@ DEFAULT_CONF: dict[str, str] = {
     **REQUIRED_SQL_CONF,
 }
 """Defaults of :func:`create_spark_session`; any ``spark.*`` key given overrides one."""
+
+LOCAL_GC_OPTION = "-XX:+UseParallelGC"
+"""The driver JVM's collector in local mode (where it also runs every task)."""
 
 _LOG4J2 = """\
 # Written by kspark.runtime.spark.session: Spark's driver logs at {level}.
@@ -138,7 +142,8 @@ def create_spark_session(
     ``SparkSession.builder.getOrCreate()``, an already active session is
     returned (with the runner's SQL settings applied), and it must then
     already have the connector. ``spark.driver.extraJavaOptions`` defaults
-    to a log4j2 config at ``log_level``; giving it replaces that.
+    to a log4j2 config at ``log_level`` (and, with a ``local`` master, the
+    parallel collector, :data:`LOCAL_GC_OPTION`); giving it replaces that.
     """
     global _last_startup
     settings = spark_settings(conf, log_level=log_level)
@@ -183,9 +188,12 @@ def spark_settings(conf: Mapping[str, str] | None = None, *, log_level: str = "W
     jars = [str(p) for p in connector_jars()]
     user_jars = [j.strip() for j in conf.pop("spark.jars", "").split(",") if j.strip()]
     settings = {**DEFAULT_CONF, **conf, "spark.jars": ",".join(jars + user_jars)}
-    settings.setdefault(
-        "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j_file(log_level)}"
-    )
+    java_options = f"-Dlog4j2.configurationFile=file:{_log4j_file(log_level)}"
+    if settings["spark.master"].startswith("local"):
+        # The driver is the executor here: a throughput collector, as for a batch job. G1's
+        # concurrent work competed with the tasks and JIT for the cores (docs/spark-runner.md).
+        java_options += " " + LOCAL_GC_OPTION
+    settings.setdefault("spark.driver.extraJavaOptions", java_options)
     return settings
 
 

@@ -31,6 +31,16 @@ def test_settings_defaults_and_connector_jars() -> None:
     jars = s["spark.jars"].split(",")
     assert any(j.endswith("spark-sql-kafka-0-10_2.13-4.2.0.jar") for j in jars)
     assert "log4j2.configurationFile" in s["spark.driver.extraJavaOptions"]
+    assert "-XX:+UseParallelGC" in s["spark.driver.extraJavaOptions"].split()
+
+
+def test_settings_keep_the_jvm_collector_on_a_cluster() -> None:
+    """The parallel collector is for a local master, where the driver JVM runs the tasks."""
+    s = session_mod.spark_settings({"spark.master": "spark://host:7077"})
+    assert "UseParallelGC" not in s["spark.driver.extraJavaOptions"]
+    assert "log4j2.configurationFile" in s["spark.driver.extraJavaOptions"]
+    own = session_mod.spark_settings({"spark.driver.extraJavaOptions": "-Dx=1"})
+    assert own["spark.driver.extraJavaOptions"] == "-Dx=1"
 
 
 def test_settings_user_keys_override_and_jars_add() -> None:
