@@ -463,8 +463,10 @@ _Entry = tuple[str, bytes, "bytes | None", int]
 COMPACT_AFTER_ROWS = 32
 """A task's changelog state is compacted to the latest record per key when it reaches this many rows."""
 
-_SNAPSHOT_CHUNK = 100_000
-"""Changelog entries per row of a compacted changelog (keeps each state value a few MB)."""
+ROW_BYTES = 4 << 20
+"""Largest changelog row (pickled entries) a stage writes. Each row is one message to Spark's
+state server, which holds it whole on the JVM heap: one row for a 10M-record batch (~200 MB)
+ran a 1 GB driver out of memory."""
 
 
 def fold_changelog(latest: Latest, entries: list[Any]) -> None:
@@ -515,23 +517,46 @@ def restored_changelog(changelog: Any, meta: TaskMeta) -> Latest:
 
 def persist_changelog(changelog: Any, rows: int, latest: Latest, entries: list[Any]) -> int:
     """Write a batch's changelog ``entries`` (already folded into ``latest``) to the ``changelog``
-    state, which holds ``rows`` rows; returns how many it holds now. Every
-    :data:`COMPACT_AFTER_ROWS` rows the state is replaced by ``latest``, the whole of it."""
+    state, which holds ``rows`` rows; returns how many it holds now.
+
+    A batch's entries are one row (more if they pickle to over :data:`ROW_BYTES`),
+    one state call each. When the state would reach :data:`COMPACT_AFTER_ROWS`
+    rows it is replaced by ``latest``, the whole of it."""
     if not entries:
         return rows
-    if rows + 1 < COMPACT_AFTER_ROWS:
-        changelog.appendValue((pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL),))
-        return rows + 1
-    snapshot = [(store, k, v, ts) for store, records in latest.items() for k, (v, ts) in records.items()]
-    chunks = [
-        (pickle.dumps(snapshot[i : i + _SNAPSHOT_CHUNK], protocol=pickle.HIGHEST_PROTOCOL),)
-        for i in range(0, len(snapshot), _SNAPSHOT_CHUNK)
-    ]
-    if chunks:
-        changelog.put(chunks)
-    else:
+    blobs = pickled_rows(entries)
+    if rows + len(blobs) < COMPACT_AFTER_ROWS:
+        for blob in blobs:
+            changelog.appendValue((blob,))
+        return rows + len(blobs)
+    snapshot = pickled_rows(
+        [(store, k, v, ts) for store, records in latest.items() for k, (v, ts) in records.items()]
+    )
+    if not snapshot:
         changelog.clear()
-    return len(chunks)
+        return 0
+    changelog.put([(snapshot[0],)])
+    for blob in snapshot[1:]:
+        changelog.appendValue((blob,))
+    return len(snapshot)
+
+
+def pickled_rows(entries: list[Any]) -> list[bytes]:
+    """``entries`` pickled in order, as few rows as keep each within :data:`ROW_BYTES`
+    (a single entry larger than that is a row of its own)."""
+    out: list[bytes] = []
+    sample = pickle.dumps(entries[:1000], protocol=pickle.HIGHEST_PROTOCOL)
+    per_entry = max(1, len(sample) // max(1, min(len(entries), 1000)))
+    size = max(1, ROW_BYTES * 9 // 10 // per_entry)
+    i = 0
+    while i < len(entries):
+        blob = pickle.dumps(entries[i : i + size], protocol=pickle.HIGHEST_PROTOCOL)
+        if len(blob) > ROW_BYTES and size > 1:
+            size //= 2
+            continue
+        out.append(blob)
+        i += size
+    return out
 
 
 @dataclass(frozen=True)

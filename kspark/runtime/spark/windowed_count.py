@@ -23,9 +23,14 @@ Kafka Streams' semantics, per task (``KStreamWindowAggregate``):
 * with the record cache on (the only case that is lowered) the count
   forwards, at commit, one record per changed window with its latest count,
   in the record context of its latest record; a micro-batch is a commit.
-  The engine's cache, when full, also forwards earlier: intermediate counts
-  that a cache large enough for the batch would not have; the last count of
-  every window is the same.
+  When the changed windows outgrow ``statestore.cache.max.bytes`` (counted
+  as the engine's cache counts entries) they are forwarded before the
+  commit, as a full cache forwards: the batch is counted one Arrow batch of
+  records at a time, so memory stays bounded however large the micro-batch.
+  Which intermediate counts a full cache forwards depends on its eviction
+  order (Kafka Streams evicts the least recently used entry first, this
+  stage all changed windows at once); the last count of every window is
+  the same.
 
 Spark's watermark cannot do this: it is one time for the whole query,
 computed at batch boundaries, while Kafka Streams drops per task, record by
@@ -40,6 +45,7 @@ and the stage writes the output itself, as every stage does.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -62,6 +68,7 @@ from kspark.runtime.spark.tasks import (
     stateful_processor_base,
     task_state,
 )
+from kspark.state.internals.cache import ENTRY_OVERHEAD_BYTES, configured_cache_max_bytes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -150,89 +157,18 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
 
     def _commit(self, partition: int, meta: TaskMeta, warm: WarmTask, frames: list[pd.DataFrame]) -> int:
         """Count a task's micro-batch, forward every changed window, persist; returns records written."""
-        import numpy as np
-
         self.spec.global_replica()
-        data = _in_offset_order(frames)
-        keys = data["key"].to_numpy(dtype=object)
-        offsets = data["offset"].to_numpy(dtype=np.int64)
-        timestamps = data["timestamp"].to_numpy(dtype=np.int64)
-        headers = data["headers"].to_numpy(dtype=object)
-        keyed = np.flatnonzero(data["key"].notna().to_numpy())
-        if len(keyed) < len(keys):
-            for row in np.flatnonzero(data["key"].isna().to_numpy()).tolist():
-                self._log_skipped(f"null key {self._where(partition, int(offsets[row]))}")
-            keys, offsets, timestamps, headers = (
-                keys[keyed],
-                offsets[keyed],
-                timestamps[keyed],
-                headers[keyed],
-            )
-
-        counts = warm.latest
-        latest_record: dict[tuple[int, bytes], int] = {}  # changed window -> index of its latest record
-        observed = np.maximum.accumulate(np.maximum(timestamps, meta.stream_time))
-        for starts, open_, expired in window_slots(timestamps, observed, self.windows):
-            for row in np.flatnonzero(expired).tolist():
-                self._log_expired(
-                    partition, int(offsets[row]), int(timestamps[row]), int(starts[row]), int(observed[row])
-                )
-            for i, start, key, ts in zip(
-                np.flatnonzero(open_).tolist(),
-                starts[open_].tolist(),
-                keys[open_].tolist(),
-                timestamps[open_].tolist(),
-                strict=True,
-            ):
-                window = counts.get(start)
-                if window is None:
-                    window = counts[start] = {}
-                old = window.get(key)
-                window[key] = (1, ts) if old is None else (old[0] + 1, ts if ts > old[1] else old[1])
-                # hopping windows: a later slot may hold an earlier record of the same window
-                if latest_record.get((start, key), -1) < i:
-                    latest_record[(start, key)] = i
-        stream_time = int(observed[-1]) if len(observed) else meta.stream_time
-
-        written, changelog = self._forward(partition, warm, latest_record, offsets, timestamps, headers)
-        self._forget_closed(counts, stream_time)
-        rows = persist_changelog(self._changelog, meta.changelog_rows, counts, changelog)
+        batch = _Batch(self, partition, meta, warm)
+        for chunk in _in_offset_order(frames):
+            batch.count(chunk)
+            if batch.pending_bytes > batch.budget:
+                batch.flush()  # the engine's cache, full, forwards before the commit too
+        batch.flush()
         epoch = meta.epoch + 1
-        self._meta.update((epoch, stream_time, None, -1, rows, None))
+        self._meta.update((epoch, batch.stream_time, None, -1, batch.rows, None))
         warm.epoch = epoch
         keep_warm(self.spec, partition, warm)
-        return written
-
-    def _forward(
-        self,
-        partition: int,
-        warm: WarmTask,
-        latest_record: dict[tuple[int, bytes], int],
-        offsets: np.ndarray,
-        timestamps: np.ndarray,
-        headers: np.ndarray,
-    ) -> tuple[int, list[tuple[int, bytes, int, int]]]:
-        """Forward each changed window's count in the order of its latest record, as the cache
-        flushes at commit; returns (records written, the changelog entries of the batch)."""
-        sender = RecordSender(self.spec.producer_config)
-        changelog: list[tuple[int, bytes, int, int]] = []
-        task = warm.task
-        tail = self.native.tail(task)
-        windows: dict[int, TimeWindow] = {}  # one per window start: a batch has few
-        size = self.windows.size()
-        for (start, key), i in sorted(latest_record.items(), key=lambda item: (item[1], item[0][0])):
-            count, ts = warm.latest[start][key]
-            changelog.append((start, key, count, ts))
-            window = windows.get(start)
-            if window is None:
-                window = windows[start] = TimeWindow(start, start + size)
-            hdrs = kafka_headers(headers[i])
-            context = ProcessorRecordContext(int(timestamps[i]), int(offsets[i]), partition, self.topic, hdrs)
-            self.native.forward_windowed(tail, key, window, count, ts, context)
-            if len(changelog) % 1000 == 0:
-                sender.send(task.drain_output())
-        sender.send(task.drain_output())
-        return sender.close(), changelog
+        return batch.sender.close()
 
     def _where(self, partition: int, offset: int) -> str:
         return f"topic=[{self.topic}] partition=[{partition}] offset=[{offset}]"
@@ -248,14 +184,126 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         )
 
 
-def _in_offset_order(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """A task's micro-batch as one frame in offset order (one topic-partition: offsets are unique)."""
+def _in_offset_order(frames: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """A task's micro-batch in offset order, as the frames Spark gave (one Arrow batch each) when
+    they come in order, as is usual; else sorted, in slices of as many rows. One topic-partition:
+    offsets are unique."""
     import pandas as pd
 
-    if not frames:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in INPUT_COLUMNS})
-    data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    offsets = data["offset"].to_numpy()
-    if len(offsets) > 1 and not bool((offsets[1:] > offsets[:-1]).all()):
-        data = data.sort_values("offset", kind="stable", ignore_index=True)
-    return data
+    offsets = [f["offset"].to_numpy() for f in frames]
+    if all(bool((o[1:] > o[:-1]).all()) for o in offsets) and all(
+        prev[-1] < nxt[0] for prev, nxt in itertools.pairwise(offsets)
+    ):
+        yield from frames
+        return
+    data = pd.concat(frames, ignore_index=True).sort_values("offset", kind="stable", ignore_index=True)
+    step = max(len(f) for f in frames)
+    for i in range(0, len(data), step):
+        yield data.iloc[i : i + step]
+
+
+class _Batch:
+    """One micro-batch of a task's windowed count, counted chunk by chunk.
+
+    ``pending`` holds the windows changed since the last forward, each with
+    the offset, timestamp and headers of its latest record (the context the
+    cache forwards it in). When their size by the engine cache's accounting
+    passes ``statestore.cache.max.bytes`` they are forwarded and persisted
+    before the commit, as the engine's full cache forwards (the last count of
+    every window is the same); memory stays bounded however large the batch.
+    """
+
+    def __init__(self, stage: WindowedCountStage, partition: int, meta: TaskMeta, warm: WarmTask) -> None:
+        self.stage = stage
+        self.partition = partition
+        self.warm = warm
+        self.counts = warm.latest
+        self.stream_time = meta.stream_time
+        self.rows = meta.changelog_rows
+        self.budget = configured_cache_max_bytes(warm.task.context)
+        self.sender = RecordSender(stage.spec.producer_config)
+        self.tail = stage.native.tail(warm.task)
+        self.pending: dict[tuple[int, bytes], tuple[int, int, Any]] = {}
+        self.pending_bytes = 0
+
+    def count(self, data: pd.DataFrame) -> None:
+        """Count one chunk of records in offset order into the windows they reach."""
+        import numpy as np
+
+        stage, partition = self.stage, self.partition
+        keys = data["key"].to_numpy(dtype=object)
+        offsets = data["offset"].to_numpy(dtype=np.int64)
+        timestamps = data["timestamp"].to_numpy(dtype=np.int64)
+        headers = data["headers"].to_numpy(dtype=object)
+        missing = data["key"].isna().to_numpy()
+        if missing.any():
+            for row in np.flatnonzero(missing).tolist():
+                stage._log_skipped(f"null key {stage._where(partition, int(offsets[row]))}")
+            keyed = ~missing
+            keys, offsets, timestamps, headers = (
+                keys[keyed],
+                offsets[keyed],
+                timestamps[keyed],
+                headers[keyed],
+            )
+        if not len(keys):
+            return
+        counts, pending = self.counts, self.pending
+        observed = np.maximum.accumulate(np.maximum(timestamps, self.stream_time))
+        for starts, open_, expired in window_slots(timestamps, observed, stage.windows):
+            for row in np.flatnonzero(expired).tolist():
+                stage._log_expired(
+                    partition, int(offsets[row]), int(timestamps[row]), int(starts[row]), int(observed[row])
+                )
+            for i, start, key, ts in zip(
+                np.flatnonzero(open_).tolist(),
+                starts[open_].tolist(),
+                keys[open_].tolist(),
+                timestamps[open_].tolist(),
+                strict=True,
+            ):
+                window = counts.get(start)
+                if window is None:
+                    window = counts[start] = {}
+                old = window.get(key)
+                window[key] = (1, ts) if old is None else (old[0] + 1, ts if ts > old[1] else old[1])
+                offset = int(offsets[i])
+                latest = pending.get((start, key))
+                if latest is None:
+                    self.pending_bytes += len(key) + _PENDING_ENTRY_BYTES
+                # hopping windows: a later slot may hold an earlier record of the same window
+                if latest is None or latest[0] < offset:
+                    pending[(start, key)] = (offset, int(timestamps[i]), headers[i])
+        self.stream_time = int(observed[-1])
+
+    def flush(self) -> None:
+        """Forward each pending window's count in the order of its latest record, as the cache
+        flushes; then forget closed windows and persist the changelog."""
+        stage, task = self.stage, self.warm.task
+        changelog: list[tuple[int, bytes, int, int]] = []
+        windows: dict[int, TimeWindow] = {}  # one per window start: a batch has few
+        size = stage.windows.size()
+        for (start, key), (offset, record_ts, hdrs) in sorted(
+            self.pending.items(), key=lambda item: (item[1][0], item[0][0])
+        ):
+            count, ts = self.counts[start][key]
+            changelog.append((start, key, count, ts))
+            window = windows.get(start)
+            if window is None:
+                window = windows[start] = TimeWindow(start, start + size)
+            context = ProcessorRecordContext(
+                record_ts, offset, self.partition, stage.topic, kafka_headers(hdrs)
+            )
+            stage.native.forward_windowed(self.tail, key, window, count, ts, context)
+            if len(changelog) % 1000 == 0:
+                self.sender.send(task.drain_output())
+        self.sender.send(task.drain_output())
+        self.pending.clear()
+        self.pending_bytes = 0
+        stage._forget_closed(self.counts, self.stream_time)
+        self.rows = persist_changelog(stage._changelog, self.rows, self.counts, changelog)
+
+
+_PENDING_ENTRY_BYTES = 12 + 16 + ENTRY_OVERHEAD_BYTES
+"""A pending window's size besides its key, as the engine's cache counts a windowed count's entry:
+window start and sequence number in the key, count and timestamp in the value, fixed overhead."""

@@ -32,23 +32,57 @@ def test_fold_keeps_the_latest_record_and_applies_tombstones() -> None:
 
 
 def test_one_state_call_per_batch_and_restore_equals_the_live_state(monkeypatch: Any) -> None:
-    monkeypatch.setattr(tasks, "_SNAPSHOT_CHUNK", 3)
+    monkeypatch.setattr(tasks, "ROW_BYTES", 120)
     state = ListStateLike()
     live: dict[str, dict[bytes, tuple[bytes, int]]] = {}
     rows = 0
+    snapshot_rows = []
     for batch in range(3 * COMPACT_AFTER_ROWS):
         entries: list[tuple[str, bytes, bytes | None, int]] = [
             ("s", f"k{(batch * 7 + i) % 11}".encode(), str(batch).encode(), batch) for i in range(4)
         ]
         if batch % 5 == 4:
             entries.append(("s", b"k3", None, batch))  # a delete
-        before = state.calls
+        before, previous = state.calls, rows
         rows = _persist(state, rows, live, entries)
-        assert state.calls - before == 1
+        if rows > previous:  # appended: a small batch is one row, one call
+            assert rows == previous + 1 and state.calls - before == 1
+        else:  # compacted: one call per row of the snapshot
+            assert state.calls - before == rows
+            snapshot_rows.append(rows)
         assert rows == len(state.rows) <= COMPACT_AFTER_ROWS
         assert _restored(state) == live
-    # compaction happened: fewer rows than batches, chunked by _SNAPSHOT_CHUNK entries
+    # compaction happened: fewer rows than batches, each within ROW_BYTES
     assert len(state.rows) < 3 * COMPACT_AFTER_ROWS
+    assert all(len(blob) <= 120 for (blob,) in state.rows)
+    assert max(snapshot_rows) > 1  # a snapshot over ROW_BYTES was split
+
+
+def test_a_large_batch_is_written_as_rows_within_the_limit(monkeypatch: Any) -> None:
+    """One row per batch would be one state message: a huge batch must not be (JVM heap)."""
+    monkeypatch.setattr(tasks, "ROW_BYTES", 4096)
+    state = ListStateLike()
+    live: dict[str, dict[bytes, tuple[bytes, int]]] = {}
+    small = [("s", b"a", b"1", 1)]
+    rows = _persist(state, 0, live, small)
+    assert rows == 1
+    big = [("s", f"key-{i}".encode(), b"v" * (i % 50), i) for i in range(3000)]
+    rows = _persist(state, rows, live, big)
+    assert rows == len(state.rows) > 2
+    assert all(len(blob) <= 4096 for (blob,) in state.rows)
+    assert _restored(state) == live
+    # the batch that would pass COMPACT_AFTER_ROWS compacts, in rows within the limit as well
+    huge = [("s", f"key-{i}".encode(), b"w" * 40, i) for i in range(20_000)]
+    rows = _persist(state, rows, live, huge)
+    assert rows == len(state.rows)
+    assert all(len(blob) <= 4096 for (blob,) in state.rows)
+    assert _restored(state) == live
+
+
+def test_an_entry_over_the_limit_is_a_row_of_its_own(monkeypatch: Any) -> None:
+    monkeypatch.setattr(tasks, "ROW_BYTES", 100)
+    blobs = tasks.pickled_rows([("s", b"a", b"x" * 500, 1), ("s", b"b", b"y", 2)])
+    assert [pickle.loads(b) for b in blobs] == [[("s", b"a", b"x" * 500, 1)], [("s", b"b", b"y", 2)]]
 
 
 def test_a_batch_without_changelog_writes_nothing() -> None:

@@ -78,7 +78,9 @@ def _decoded(records: list[OutputRecord]) -> dict[Any, tuple[int, int, list[Any]
 class _Run:
     """One task of the stage over successive micro-batches, and the driver over the same records."""
 
-    def __init__(self, windows: TimeWindows, monkeypatch: Any, instance: str = "i") -> None:
+    def __init__(
+        self, windows: TimeWindows, monkeypatch: Any, instance: str = "i", cache_bytes: int = 1 << 20
+    ) -> None:
         monkeypatch.setattr(windowed_count, "RecordSender", _Sent)
         topology = _topology(windows)
         config = {"application.id": "wc", "bootstrap.servers": "x:1", "statestore.cache.max.bytes": 0}
@@ -87,7 +89,9 @@ class _Run:
         cached = StreamsConfig({**config, "statestore.cache.max.bytes": 1 << 20})
         native = native_count(builder, nodes, cached)
         assert native is not None and native.windows == windows
-        self.spec = TopologySpec(topology, {**config}, 0, {}, instance, {})
+        self.spec = TopologySpec(
+            topology, {**config, "statestore.cache.max.bytes": cache_bytes}, 0, {}, instance, {}
+        )
         self.stage = WindowedCountStage(self.spec, native, "in")
         self.handle = HandleLike()
         self.stage.init(self.handle)
@@ -96,7 +100,9 @@ class _Run:
         self.output = self.driver.create_output_topic("out", Serdes.time_windowed(S, SIZE), L)
         self.offset = 0
 
-    def batch(self, records: list[tuple[str | None, int]]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    def batch(
+        self, records: list[tuple[str | None, int]], in_order: bool = False
+    ) -> tuple[dict[Any, Any], dict[Any, Any]]:
         """(what the stage forwarded, what the driver's last update per window was) for one batch."""
         import pandas as pd
 
@@ -122,7 +128,10 @@ class _Run:
         _Sent.records = []
         frame = pd.DataFrame(rows, columns=["key", "timestamp", "offset", "headers"])
         # Spark may hand a task's rows in several frames, and not in offset order.
-        frames = [frame.iloc[1::2], frame.iloc[::2]] if len(frame) > 1 else [frame]
+        if in_order:  # as Spark usually hands them: Arrow batches of 10 rows
+            frames = [frame.iloc[i : i + 10] for i in range(0, len(frame), 10)]
+        else:
+            frames = [frame.iloc[1::2], frame.iloc[::2]] if len(frame) > 1 else [frame]
         (written,) = list(self.stage.handleInputRows((task_grouping_key(0, 1),), iter(frames), None))
         assert int(written["written"][0]) == len(_Sent.records)
         return _decoded(_Sent.records), expected
@@ -148,17 +157,26 @@ _records = st.lists(
     cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=4),
     hopping=st.booleans(),
     evict=st.booleans(),
+    small_cache=st.booleans(),
+    in_order=st.booleans(),
 )
 def test_every_batch_forwards_the_latest_update_of_each_changed_window(
-    records: list[tuple[str | None, int]], cuts: list[int], hopping: bool, evict: bool
+    records: list[tuple[str | None, int]],
+    cuts: list[int],
+    hopping: bool,
+    evict: bool,
+    small_cache: bool,
+    in_order: bool,
 ) -> None:
+    """With a small cache the stage also forwards before the batch ends (as a full cache
+    does): the last record per window is still the batch's latest update."""
     windows = TimeWindows(size=SIZE, grace=4_000, advance=5_000 if hopping else None)
     with pytest.MonkeyPatch.context() as mp:
-        run = _Run(windows, mp)
+        run = _Run(windows, mp, cache_bytes=1 if small_cache else 1 << 20)
         for batch in _cut(records, cuts):
             if evict:  # the task ran elsewhere: restored from the changelog state
                 tasks.evict_warm(run.spec, 0)
-            got, expected = run.batch(batch)
+            got, expected = run.batch(batch, in_order)
             assert got == expected
         run.driver.close()
 
@@ -172,6 +190,30 @@ def test_counts_survive_compaction_and_restore(monkeypatch: Any) -> None:
         got, expected = run.batch(batch)
         assert got == expected
     assert len(run.handle.lists["changelog"].rows) <= 3
+
+
+def test_a_full_cache_forwards_within_the_batch_and_memory_stays_bounded(monkeypatch: Any) -> None:
+    """A batch far larger than the cache: windows are forwarded (and closed ones forgotten) as
+    the cache fills, not all at the commit; the final counts are the engine's."""
+    run = _Run(TimeWindows(size=SIZE, grace=4_000), monkeypatch, instance="full", cache_bytes=600)
+    peak: list[int] = []
+    flush = windowed_count._Batch.flush
+
+    def watched(batch: Any) -> None:
+        peak.append(len(batch.counts))
+        flush(batch)
+
+    monkeypatch.setattr(windowed_count._Batch, "flush", watched)
+    # 400 records of 5 keys 200 ms apart (80 s: 8 windows per key), handed in 40 chunks of 10
+    records: list[tuple[str | None, int]] = [("abcde"[i % 5], 200 * i) for i in range(400)]
+    got, expected = run.batch(records, in_order=True)
+    assert got == expected
+    assert len(_Sent.records) > len(expected)  # forwarded before the commit too
+    assert len(peak) > 2 and max(peak) <= 3  # flushed along the way; closed windows forgotten
+    # the next batch continues from the persisted state, restored elsewhere
+    tasks.evict_warm(run.spec, 0)
+    got, expected = run.batch([("a", 79_900), ("b", 80_000)], in_order=True)
+    assert got == expected
 
 
 def test_closed_windows_are_forgotten(monkeypatch: Any) -> None:
