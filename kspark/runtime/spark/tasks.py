@@ -33,7 +33,7 @@ import json
 import pickle
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -267,15 +267,13 @@ def _by_topic_partition(batch: pa.RecordBatch) -> list[tuple[tuple[str, int], di
     ]
 
 
-def _input_chunks(partition: int, frames: list[pd.DataFrame]) -> Iterator[list[tuple[str, list[RawRecord]]]]:
-    """A task's micro-batch input as chunks of (topic, records in offset order) to add and process in turn.
+def _input_feeds(partition: int, frames: list[pd.DataFrame]) -> list[tuple[str, Iterator[list[RawRecord]]]]:
+    """A task's micro-batch input: per topic (in name order), its records in offset order, in
+    chunks of about one Arrow batch (~10,000 records), made Python objects only when taken.
 
     One input topic whose rows arrive in offset order (the usual case: one
-    Kafka partition read by one Spark task): one chunk per Arrow batch, so
-    only ~10,000 records are Python objects at a time, however large the
-    micro-batch. Otherwise everything is one chunk, sorted by offset per
-    topic and added in topic-name order, so that the task chooses among its
-    partitions by head timestamp over the whole batch, as the driver does.
+    Kafka partition read by one Spark task): a chunk per frame as Spark gave
+    it. Otherwise the rows are sorted by offset per topic first.
     """
     import pandas as pd
 
@@ -291,7 +289,7 @@ def _input_chunks(partition: int, frames: list[pd.DataFrame]) -> Iterator[list[t
         )
 
     if not frames:
-        return
+        return []
     topics = {str(t) for f in frames for t in f["topic"].unique()}
     if len(topics) == 1:
         offsets = [f["offset"].to_numpy() for f in frames]
@@ -300,14 +298,53 @@ def _input_chunks(partition: int, frames: list[pd.DataFrame]) -> Iterator[list[t
         )
         if ordered:
             (topic,) = topics
-            for f in frames:
-                yield [(topic, records(topic, f))]
-            return
+            return [(topic, (records(topic, f) for f in frames))]
+    step = max(len(f) for f in frames)
     data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    yield [
-        (str(topic), records(str(topic), group.sort_values("offset", kind="stable")))
+
+    def chunks(topic: str, rows: pd.DataFrame) -> Iterator[list[RawRecord]]:
+        for i in range(0, len(rows), step):
+            yield records(topic, rows.iloc[i : i + step])
+
+    return [
+        (str(topic), chunks(str(topic), group.sort_values("offset", kind="stable")))
         for topic, group in data.groupby("topic", sort=True)
     ]
+
+
+def process_input(
+    task: StreamTask, partition: int, frames: list[pd.DataFrame], emit: Callable[[], None]
+) -> None:
+    """Add a task's micro-batch to its queues and process it a chunk at a time, calling ``emit``
+    after each chunk: only ~10,000 records per input topic are Python objects at once.
+
+    A queue that runs dry gets its topic's next chunk before the task takes
+    another record, so the task always chooses by head timestamp among the
+    same queues as with the whole batch buffered (Kafka Streams' choice).
+    """
+    feeds = _input_feeds(partition, frames)
+    queues = [task.input_queue(topic, partition) for topic, _ in feeds]
+    active = list(zip(queues, [chunks for _, chunks in feeds], strict=True))
+    while active:
+        for queue, chunks in list(active):
+            while queue.is_empty():
+                chunk = next(chunks, None)
+                if chunk is None:
+                    active.remove((queue, chunks))
+                    break
+                task.add_records(queue.topic, partition, chunk)
+        if len(active) == 1:
+            ((queue, _),) = active
+            while not queue.is_empty() and task.process():
+                task.maybe_punctuate_stream_time()
+        else:
+            fed = [queue for queue, _ in active]
+            while all(not q.is_empty() for q in fed) and task.process():
+                task.maybe_punctuate_stream_time()
+        emit()
+    while task.process():  # what is left of the topics whose input has all been added
+        task.maybe_punctuate_stream_time()
+    emit()
 
 
 def stateful_processor_base() -> type:
@@ -399,12 +436,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
             sender.send(emitted)
             changelog.extend(entries)
 
-        for chunk in _input_chunks(partition, frames):
-            for topic, records in chunk:
-                task.add_records(topic, partition, records)
-            while task.process():
-                task.maybe_punctuate_stream_time()
-            emit()
+        process_input(task, partition, frames, emit)
         task.maybe_punctuate_system_time(int(time.time() * 1000))
         task.commit()
         emit()

@@ -8,7 +8,7 @@ from typing import Any
 from state_fakes import ListStateLike
 
 from kspark.runtime.spark import tasks
-from kspark.runtime.spark.tasks import COMPACT_AFTER_ROWS, fold_changelog, persist_changelog
+from kspark.runtime.spark.tasks import COMPACT_AFTER_ROWS, TopologySpec, fold_changelog, persist_changelog
 
 
 def _persist(state: ListStateLike, rows: int, live: Any, entries: list[Any]) -> int:
@@ -114,25 +114,61 @@ def _frame(topic: str, offsets: list[int]) -> Any:
     )
 
 
-def _shape(chunks: Any) -> list[list[tuple[str, list[int]]]]:
-    return [[(topic, [r.offset for r in records]) for topic, records in chunk] for chunk in chunks]
+def _shape(feeds: Any) -> list[tuple[str, list[list[int]]]]:
+    return [(topic, [[r.offset for r in chunk] for chunk in chunks]) for topic, chunks in feeds]
 
 
-def test_input_in_offset_order_is_processed_one_arrow_batch_at_a_time() -> None:
-    chunks = tasks._input_chunks(3, [_frame("a", [1, 2]), _frame("a", [5, 9])])
-    assert _shape(chunks) == [[("a", [1, 2])], [("a", [5, 9])]]
+def test_input_in_offset_order_is_taken_one_arrow_batch_at_a_time() -> None:
+    feeds = tasks._input_feeds(3, [_frame("a", [1, 2]), _frame("a", [5, 9])])
+    assert _shape(feeds) == [("a", [[1, 2], [5, 9]])]
 
 
-def test_input_out_of_order_or_from_several_topics_is_one_sorted_chunk() -> None:
-    assert _shape(tasks._input_chunks(0, [_frame("a", [5, 9]), _frame("a", [1, 2])])) == [
-        [("a", [1, 2, 5, 9])]
+def test_input_out_of_order_or_from_several_topics_is_sorted_per_topic() -> None:
+    assert _shape(tasks._input_feeds(0, [_frame("a", [5, 9]), _frame("a", [1, 2])])) == [
+        ("a", [[1, 2], [5, 9]])
     ]
-    assert _shape(tasks._input_chunks(0, [_frame("a", [2, 1])])) == [[("a", [1, 2])]]
-    mixed = [_frame("b", [7, 3]), _frame("a", [4])]
-    assert _shape(tasks._input_chunks(0, mixed)) == [[("a", [4]), ("b", [3, 7])]]
-    records = next(iter(tasks._input_chunks(6, [_frame("a", [4])])))[0][1]
+    assert _shape(tasks._input_feeds(0, [_frame("a", [2, 1])])) == [("a", [[1, 2]])]
+    mixed = [_frame("b", [7, 3, 8]), _frame("a", [4])]
+    assert _shape(tasks._input_feeds(0, mixed)) == [("a", [[4]]), ("b", [[3, 7, 8]])]
+    ((_, chunks),) = tasks._input_feeds(6, [_frame("a", [4])])
+    records = next(chunks)
     assert (records[0].partition, records[0].timestamp, records[0].value) == (6, 40, b"4")
 
 
-def test_no_input_is_no_chunk() -> None:
-    assert list(tasks._input_chunks(0, [])) == []
+def test_no_input_is_no_feed() -> None:
+    assert tasks._input_feeds(0, []) == []
+
+
+def test_chunked_input_is_processed_in_the_order_of_the_whole_batch_buffered() -> None:
+    """Two topics fed a chunk at a time: the task takes records in the same order as with
+    every record of the batch in its queues (by head timestamp across partitions)."""
+    import random
+
+    from kspark import Consumed, StreamsBuilder
+    from kspark.serde import Serdes
+
+    def order(chunk: int) -> list[bytes]:
+        builder = StreamsBuilder()
+        seen: list[bytes] = []
+        raw = Consumed.with_(Serdes.ByteArray(), Serdes.ByteArray())
+        builder.stream("a", raw).merge(builder.stream("b", raw)).foreach(lambda k, v: seen.append(v))
+        spec = TopologySpec(
+            builder.build(), {"application.id": "c", "bootstrap.servers": "x:1"}, 0, {}, "i", {}
+        )
+        task = spec.build_task(0)
+        rng = random.Random(7)
+        frames = []
+        for topic, n in (("a", 95), ("b", 40)):
+            offsets = list(range(n))
+            frame = _frame(topic, offsets)
+            frame["timestamp"] = sorted(rng.randrange(0, 2_000) for _ in offsets)
+            frame["value"] = [f"{topic}{o}".encode() for o in offsets]
+            frames += [frame.iloc[i : i + chunk] for i in range(0, n, chunk)]
+        rng.shuffle(frames)
+        tasks.process_input(task, 0, frames, lambda: None)
+        return seen
+
+    whole = order(1_000)
+    assert len(whole) == 135
+    assert order(7) == whole
+    assert order(1) == whole
