@@ -15,7 +15,8 @@ the start of its first non-empty micro-batch): start-up and group joins are
 excluded, everything from the first fetch to the last output write counts.
 A run counts only when its output equals the result computed in Python
 (:mod:`bench.workloads`). Peak memory is the largest summed RSS of the
-system's process tree, sampled every 0.5 s. See docs/benchmarks.md.
+system's process tree, sampled every 0.5 s, and the largest summed PSS (a
+page shared by forked processes counts once in all). See docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ SYSTEMS: dict[str, System] = {
         System(
             "faust",
             _py("bench.systems.faust_app", lambda a: a.peers_python),
-            {"W2": "json"},
-            ("W1", "W2"),
+            {"W2": "json", "W3": "json"},
+            ("W1", "W2", "W3"),
             instances=lambda spec: int(spec["partitions"]),
         ),
         System(
@@ -145,6 +146,7 @@ class RunResult:
     seconds: float | None = None
     wall_seconds: float | None = None
     peak_rss_mb: float | None = None
+    peak_pss_mb: float | None = None
     output_records: int = 0
     duplicates: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -235,6 +237,22 @@ def _rss_by_command(roots: list[int]) -> dict[str, int]:
     for comm, rss, _ in _tree(roots).values():
         by[comm] = by.get(comm, 0) + rss
     return {comm: round(rss / 2**20) for comm, rss in sorted(by.items())}
+
+
+def _pss_bytes(pids: list[int]) -> int:
+    """Summed proportional set size of ``pids``: a page shared by n of them counts 1/n in each
+    (RSS counts forked workers' shared pages once per process)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError):
+            continue  # the process ended between listing and reading
+    return total
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -353,6 +371,7 @@ def run_system(
     logs.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[str]] = []
     peak = [0.0]
+    peak_pss = [0.0]
     cpu = [(time.monotonic(), 0.0)]  # (when, CPU seconds of the tree): when the tree last did work
     stop_sampling = threading.Event()
 
@@ -367,6 +386,7 @@ def run_system(
             for pid, (comm, _, ticks) in tree.items():
                 cpu_by_pid[pid] = (comm, ticks)
             rss = sum(p[1] for p in tree.values()) / 2**20
+            peak_pss[0] = max(peak_pss[0], _pss_bytes(list(tree)) / 2**20)
             seconds = sum(p[2] for p in tree.values()) / _TICKS
             peak[0] = max(peak[0], rss)
             interval_peak[0] = max(interval_peak[0], rss)
@@ -452,12 +472,14 @@ def run_system(
                 out, _ = p.communicate()
             (logs / f"stdout-{i}.log").write_text(out or "")
             for line in (out or "").splitlines():
-                if line.startswith("RESULT "):
-                    reports.append(json.loads(line[7:]))
+                # A terminal escape may come first (Faust's spinner hides the cursor).
+                if "RESULT {" in line:
+                    reports.append(json.loads(line[line.index("RESULT {") + 7 :]))
         watcher.close()
         stack.close()
         shutil.rmtree(state_dir, ignore_errors=True)
     result.peak_rss_mb = round(peak[0])
+    result.peak_pss_mb = round(peak_pss[0])
     result.extra["rss_mb_every_10s"] = rss_series
     # CPU seconds per process kind over the whole run (start-up included), as last sampled.
     cpu_seconds: dict[str, float] = {}
@@ -695,8 +717,8 @@ def _fmt_rate(r: RunResult) -> str:
 def table(results: list[RunResult], systems: list[str]) -> str:
     lines = [
         "| workload | system | input rec/s | kspark ÷ system | seconds | wall s (incl. start) "
-        "| peak RSS MB | output records | check |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| peak RSS MB | peak PSS MB | output records | check |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for w in sorted({r.workload for r in results}):
         ks = next((r for r in results if r.workload == w and r.system == "kspark" and r.ok), None)
@@ -706,6 +728,7 @@ def table(results: list[RunResult], systems: list[str]) -> str:
                 lines.append(
                     f"| {w} | {s} | {_fmt_rate(r)} | {ratio} | {r.seconds or '-'} | "
                     f"{round(r.wall_seconds, 1) if r.wall_seconds else '-'} | {r.peak_rss_mb} | "
+                    f"{r.peak_pss_mb} | "
                     f"{r.output_records:,} | "
                     f"{r.verdict[:120]} |"
                 )
@@ -800,8 +823,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 r = run_system(kafka, system, w, args.records, input_topic, args, table_topic)
                 print(
-                    f"{w} {s}: {_fmt_rate(r)} rec/s, {r.seconds} s, peak {r.peak_rss_mb} MB, "
-                    f"{r.output_records} out, {r.verdict}",
+                    f"{w} {s}: {_fmt_rate(r)} rec/s, {r.seconds} s, peak {r.peak_rss_mb} MB "
+                    f"(PSS {r.peak_pss_mb}), {r.output_records} out, {r.verdict}",
                     flush=True,
                 )
                 results.append(r)
