@@ -69,6 +69,7 @@ __all__ = [
     "task_state",
     "restored_changelog",
     "persist_changelog",
+    "in_offset_order",
     "fold_changelog",
     "stateful_processor_base",
     "Latest",
@@ -292,24 +293,34 @@ def _input_feeds(partition: int, frames: list[pd.DataFrame]) -> list[tuple[str, 
         return []
     topics = {str(t) for f in frames for t in f["topic"].unique()}
     if len(topics) == 1:
-        offsets = [f["offset"].to_numpy() for f in frames]
-        ordered = all(bool((o[1:] > o[:-1]).all()) for o in offsets) and all(
-            prev[-1] < nxt[0] for prev, nxt in itertools.pairwise(offsets)
-        )
-        if ordered:
-            (topic,) = topics
-            return [(topic, (records(topic, f) for f in frames))]
+        (topic,) = topics
+        return [(topic, (records(topic, f) for f in in_offset_order(frames)))]
     step = max(len(f) for f in frames)
-    data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
     def chunks(topic: str, rows: pd.DataFrame) -> Iterator[list[RawRecord]]:
-        for i in range(0, len(rows), step):
-            yield records(topic, rows.iloc[i : i + step])
+        return (records(topic, f) for f in in_offset_order([rows], step))
 
-    return [
-        (str(topic), chunks(str(topic), group.sort_values("offset", kind="stable")))
-        for topic, group in data.groupby("topic", sort=True)
-    ]
+    data = pd.concat(frames, ignore_index=True)
+    return [(str(topic), chunks(str(topic), group)) for topic, group in data.groupby("topic", sort=True)]
+
+
+def in_offset_order(frames: list[pd.DataFrame], step: int | None = None) -> Iterator[pd.DataFrame]:
+    """One topic-partition's rows in offset order: the frames as Spark gave them (one Arrow
+    batch each) when they come in order, as is usual; else sorted, in slices of ``step`` rows
+    (the largest frame's). Offsets are unique within a topic-partition."""
+    import pandas as pd
+
+    offsets = [f["offset"].to_numpy() for f in frames]
+    if all(bool((o[1:] > o[:-1]).all()) for o in offsets) and all(
+        prev[-1] < nxt[0] for prev, nxt in itertools.pairwise(offsets)
+    ):
+        yield from frames
+        return
+    step = step or max(len(f) for f in frames)
+    data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    data = data.sort_values("offset", kind="stable", ignore_index=True)
+    for i in range(0, len(data), step):
+        yield data.iloc[i : i + step]
 
 
 def process_input(

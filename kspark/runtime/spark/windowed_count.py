@@ -45,7 +45,6 @@ and the stage writes the output itself, as every stage does.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -61,6 +60,7 @@ from kspark.runtime.spark.tasks import (
     WarmTask,
     current_warm,
     evict_warm,
+    in_offset_order,
     kafka_headers,
     keep_warm,
     persist_changelog,
@@ -159,7 +159,7 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         """Count a task's micro-batch, forward every changed window, persist; returns records written."""
         self.spec.global_replica()
         batch = _Batch(self, partition, meta, warm)
-        for chunk in _in_offset_order(frames):
+        for chunk in in_offset_order(frames):
             batch.count(chunk)
             if batch.pending_bytes > batch.budget:
                 batch.flush()  # the engine's cache, full, forwards before the commit too
@@ -182,24 +182,6 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
             f"record for expired window: timestamp=[{timestamp}] window=[{start},{start + size})"
             f" expiration=[{stream_time - grace}] streamTime=[{stream_time}] {self._where(partition, offset)}"
         )
-
-
-def _in_offset_order(frames: list[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """A task's micro-batch in offset order, as the frames Spark gave (one Arrow batch each) when
-    they come in order, as is usual; else sorted, in slices of as many rows. One topic-partition:
-    offsets are unique."""
-    import pandas as pd
-
-    offsets = [f["offset"].to_numpy() for f in frames]
-    if all(bool((o[1:] > o[:-1]).all()) for o in offsets) and all(
-        prev[-1] < nxt[0] for prev, nxt in itertools.pairwise(offsets)
-    ):
-        yield from frames
-        return
-    data = pd.concat(frames, ignore_index=True).sort_values("offset", kind="stable", ignore_index=True)
-    step = max(len(f) for f in frames)
-    for i in range(0, len(data), step):
-        yield data.iloc[i : i + step]
 
 
 class _Batch:

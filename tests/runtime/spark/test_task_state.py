@@ -115,7 +115,9 @@ def _frame(topic: str, offsets: list[int]) -> Any:
 
 
 def _shape(feeds: Any) -> list[tuple[str, list[list[int]]]]:
-    return [(topic, [[r.offset for r in chunk] for chunk in chunks]) for topic, chunks in feeds]
+    shape = [(topic, [[r for r in chunk] for chunk in chunks]) for topic, chunks in feeds]
+    assert all(r.topic == topic for topic, chunks in shape for chunk in chunks for r in chunk)
+    return [(topic, [[r.offset for r in chunk] for chunk in chunks]) for topic, chunks in shape]
 
 
 def test_input_in_offset_order_is_taken_one_arrow_batch_at_a_time() -> None:
