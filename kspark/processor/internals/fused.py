@@ -291,21 +291,37 @@ class FusedChain:
 
     def forward(self, record: Record[Any, Any], context: ProcessorRecordContext) -> None:
         """Run ``record`` through the chain as ``StreamTask.forward_from(entry, record, context)`` would."""
+        self.forward_value(
+            record.key,
+            record.value,
+            record.timestamp,
+            context.topic or "",
+            context.partition,
+            context.offset,
+            record.headers,
+        )
+
+    def forward_value(
+        self,
+        key: Any,
+        value: Any,
+        timestamp: int,
+        topic: str,
+        partition: int,
+        offset: int,
+        headers: Headers | None,
+    ) -> None:
+        """:meth:`forward` of a record given by its parts (``headers`` None: none), for a runner
+        that forwards one record per updated count: no ``Record`` or context is built for it."""
         task = self._task
-        self._topic, self._partition, self._offset = context.topic or "", context.partition, context.offset
-        self._timestamp = record.timestamp
-        self._raw, self._to_headers = (None, None, record.headers), Headers.copy
+        self._topic, self._partition, self._offset = topic, partition, offset
+        self._timestamp = timestamp
+        self._raw, self._to_headers = (None, None, headers), Headers.copy
         try:
-            self._step(record.key, record.value)
+            self._step(key, value)
         except Exception as e:
             failed = ConsumerRecord(
-                self._topic,
-                self._partition,
-                self._offset,
-                record.timestamp,
-                record.key,
-                record.value,
-                record.headers,
+                topic, partition, offset, timestamp, key, value, headers if headers is not None else Headers()
             )
             raise task.processing_failure(e, failed, self._entry.name)  # noqa: B904 -- it sets the cause
         finally:

@@ -35,7 +35,6 @@ lowered plans keep different state, so switching needs a new
 from __future__ import annotations
 
 import codecs
-import functools
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from kspark.kstream.internals.window_aggregate import KStreamWindowAggregate
 from kspark.kstream.time_windowed_kstream import is_count
 from kspark.kstream.windowed import TimeWindow, Windowed
 from kspark.kstream.windows import EmitStrategy, TimeWindows
-from kspark.processor.api import Record
+from kspark.processor.api import Headers, Record
 from kspark.processor.internals.builder import InternalTopologyBuilder
 from kspark.processor.internals.fused import FusedChain
 from kspark.processor.internals.records import ProcessorRecordContext
@@ -91,6 +90,11 @@ _TAIL_SUPPLIERS = (
 _RECORD_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp)
 
 
+Tail = Callable[[Any, Any, int, int, str, int, int, "Headers | None"], None]
+"""What follows a native count, for one record it forwards: (key, value, timestamp, the record
+context's timestamp, topic, partition, offset, headers or None for none)."""
+
+
 @dataclass(frozen=True)
 class NativeCount:
     """A sub-topology whose count Spark computes: the count's node and how its keys are compared."""
@@ -100,38 +104,69 @@ class NativeCount:
     key_deserializer: Any  # the store's key deserializer: the key the count forwards
     windows: TimeWindows | None = None  # a windowed count's windows (windowed_count.py)
 
-    def tail(self, task: Any) -> Callable[[Record[Any, Any], ProcessorRecordContext], None]:
+    def tail(self, task: Any) -> Tail:
         """Runs what follows the count in ``task`` for one record the count forwards: fused when
         it is a line of stateless operators into a sink, else ``task.forward_from``."""
         fused = FusedChain.after(task, self.aggregate)
         if fused is not None:
-            return fused.forward
-        return functools.partial(task.forward_from, self.aggregate)
+            forward_value = fused.forward_value
+
+            def run_fused(
+                key: Any, value: Any, timestamp: int, _context_timestamp: int, *origin: Any
+            ) -> None:
+                forward_value(key, value, timestamp, *origin)
+
+            return run_fused
+
+        def run(
+            key: Any,
+            value: Any,
+            timestamp: int,
+            context_timestamp: int,
+            topic: str,
+            partition: int,
+            offset: int,
+            headers: Headers | None,
+        ) -> None:
+            hdrs = headers if headers is not None else Headers()
+            context = ProcessorRecordContext(context_timestamp, offset, partition, topic, hdrs)
+            task.forward_from(self.aggregate, Record(key, value, timestamp, hdrs), context)
+
+        return run
 
     def forward(
         self,
-        tail: Callable[..., None],
+        tail: Tail,
         key: bytes,
         count: int,
         timestamp: int,
-        context: ProcessorRecordContext,
+        topic: str,
+        partition: int,
+        offset: int,
+        headers: Headers | None,
     ) -> None:
-        """Hand one updated count to ``tail`` (:meth:`tail`), as the count forwards it."""
-        k = self.key_deserializer.deserialize(context.topic, key)
-        tail(Record(k, Change(count, None), timestamp, context.headers), context)
+        """Hand one updated count to ``tail`` (:meth:`tail`), as the count forwards it, in the
+        context of the latest record that changed it (``headers`` None: it had none)."""
+        k = self.key_deserializer.deserialize(topic, key)
+        tail(k, Change(count, None), timestamp, timestamp, topic, partition, offset, headers)
 
     def forward_windowed(
         self,
-        tail: Callable[..., None],
+        tail: Tail,
         key: bytes,
         window: TimeWindow,
         count: int,
         timestamp: int,
-        context: ProcessorRecordContext,
+        record_timestamp: int,
+        topic: str,
+        partition: int,
+        offset: int,
+        headers: Headers | None,
     ) -> None:
-        """:meth:`forward` for a windowed count: the key is ``Windowed(key, window)``."""
-        k = Windowed(self.key_deserializer.deserialize(context.topic, key), window)
-        tail(Record(k, Change(count, None), timestamp, context.headers), context)
+        """:meth:`forward` for a windowed count: the key is ``Windowed(key, window)``; the count
+        carries the window's largest timestamp, the context the latest record's own."""
+        k = Windowed(self.key_deserializer.deserialize(topic, key), window)
+        tail(k, Change(count, None), timestamp, record_timestamp, topic, partition, offset, headers)
 
 
 def _kind(serde_or_deserializer: Any) -> str | None:
@@ -258,7 +293,7 @@ class CountTail:
         from kspark.runtime.spark.tasks import kafka_headers, warm_stateless_task, written_batch
 
         sender = RecordSender(self.spec.producer_config)
-        tails: dict[int, Callable[..., None]] = {}
+        tails: dict[int, Tail] = {}
         for batch in batches:
             self.spec.global_replica()
             cols = batch.to_pydict()
@@ -282,11 +317,10 @@ class CountTail:
                     )
                     continue
                 task = warm_stateless_task(self.spec, partition).task
-                hdrs = kafka_headers(headers)
-                context = ProcessorRecordContext(ts, offset, partition, topic, hdrs)
                 tail = tails.get(partition)
                 if tail is None:
                     tail = tails[partition] = self.native.tail(task)
-                self.native.forward(tail, key, count, ts, context)
+                hdrs = None if headers is None else kafka_headers(headers)
+                self.native.forward(tail, key, count, ts, topic, partition, offset, hdrs)
                 sender.send(task.drain_output())
         yield written_batch(sender.close())

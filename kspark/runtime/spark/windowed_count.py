@@ -50,7 +50,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.windowed import TimeWindow
-from kspark.processor.internals.records import ProcessorRecordContext
 from kspark.runtime.spark.kafka_io import RecordSender
 from kspark.runtime.spark.shuffle import task_of
 from kspark.runtime.spark.tasks import (
@@ -273,10 +272,10 @@ class _Batch:
             window = windows.get(start)
             if window is None:
                 window = windows[start] = TimeWindow(start, start + size)
-            context = ProcessorRecordContext(
-                record_ts, offset, self.partition, stage.topic, kafka_headers(hdrs)
+            headers = None if hdrs is None else kafka_headers(hdrs)
+            stage.native.forward_windowed(
+                self.tail, key, window, count, ts, record_ts, stage.topic, self.partition, offset, headers
             )
-            stage.native.forward_windowed(self.tail, key, window, count, ts, context)
             if len(changelog) % 1000 == 0:
                 self.sender.send(task.drain_output())
         self.sender.send(task.drain_output())
