@@ -44,14 +44,48 @@ if TYPE_CHECKING:
 
     from kspark.processor.topology import Topology
 
-__all__ = ["SubtopologyPlan", "SparkRunner", "MissingSourceTopicException", "MAX_OFFSETS_PER_TRIGGER"]
+__all__ = [
+    "SubtopologyPlan",
+    "SparkRunner",
+    "MissingSourceTopicException",
+    "MAX_OFFSETS_PER_TRIGGER",
+    "STATEFUL_RECORDS_PER_TASK",
+    "micro_batch_cap",
+]
 
 MAX_OFFSETS_PER_TRIGGER = "spark.kspark.maxOffsetsPerTrigger"
 """Config key: at most this many input records per micro-batch (Spark's ``maxOffsetsPerTrigger``)."""
 
+STATEFUL_RECORDS_PER_TASK = 2_500_000
+"""Default cap of a stateful stage's micro-batch, per task, when :data:`MAX_OFFSETS_PER_TRIGGER`
+is not set. Spark hands a ``transformWithStateInPandas`` task its whole micro-batch, which the
+stage holds as pandas columns (~150 bytes a record) until it has seen every row, so that it can
+process them in offset order: one 50M-record batch of a windowed count took 7.9 GB. Kafka
+Streams buffers a bounded number of records per partition too (``buffered.records.per.partition``)."""
+
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 _log = logging.getLogger(__name__)
+
+
+def micro_batch_cap(plan: SubtopologyPlan, configured: Any, tasks: int) -> int | None:
+    """Spark's ``maxOffsetsPerTrigger`` for a sub-topology's query; None: no cap.
+
+    :data:`MAX_OFFSETS_PER_TRIGGER` when set, else :data:`STATEFUL_RECORDS_PER_TASK` per task
+    for a stage that holds its tasks' batches in Python (stateless stages stream their input;
+    a native plain count is Spark's own aggregation, which spills). Never for a sub-topology
+    that reads several topics: Spark splits the cap over partitions by lag, so a join's small
+    table topic would trail its stream, and stream records would miss table rows that Kafka
+    Streams (which waits for partitions with known lag, KIP-695) would already have read.
+    """
+    if len(plan.source_topics) != 1:
+        return None
+    if configured is not None:
+        return int(configured)
+    spark_aggregates = plan.native is not None and plan.native.windows is None
+    if plan.stateful and not spark_aggregates:
+        return STATEFUL_RECORDS_PER_TASK * tasks
+    return None
 
 
 class MissingSourceTopicException(StreamsException):
@@ -234,12 +268,10 @@ class SparkRunner:
 
         options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
         max_offsets = self.config.get(MAX_OFFSETS_PER_TRIGGER)
-        if max_offsets is not None and len(plan.source_topics) == 1:
-            options["maxOffsetsPerTrigger"] = str(int(max_offsets))
-        elif max_offsets is not None:
-            # Spark splits the cap over partitions by lag, so a join's small table topic would
-            # trail its stream: stream records would meet a table that Kafka Streams (which
-            # waits for partitions with known lag, KIP-695) would already have read.
+        cap = micro_batch_cap(plan, max_offsets, self.task_count(plan))
+        if cap is not None:
+            options["maxOffsetsPerTrigger"] = str(cap)
+        elif max_offsets is not None:  # a join's: see micro_batch_cap
             _log.warning(
                 "%s is ignored for %s: it reads %d topics, and a cap would let one trail the others",
                 MAX_OFFSETS_PER_TRIGGER,
