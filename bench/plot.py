@@ -74,11 +74,13 @@ def scaling(out: str, paths: list[str]) -> None:
     results, _ = _load(paths)
     fig, ax = plt.subplots(figsize=(7, 4))
     for w in sorted({r["workload"] for r in results if r["system"] == "kspark"}):
-        points = sorted(
-            (r["records"], r["rate"])
+        # One point per input size: a later file's run (a re-run) replaces an earlier one.
+        by_size = {
+            r["records"]: r["rate"]
             for r in results
             if r["system"] == "kspark" and r["workload"] == w and r["ok"]
-        )
+        }
+        points = sorted(by_size.items())
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=w)
     ax.set_xscale("log")
