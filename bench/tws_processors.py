@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 from pyspark.sql import Row
-from pyspark.sql.streaming import StatefulProcessor
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-__all__ = ["RowTaskCounter", "PandasTaskCounter"]
+__all__ = ["RowTaskCounter", "PandasTaskCounter", "PandasRowDrain"]
 
 _KEY = StructType([StructField("k", BinaryType())])
 _VALUE = StructType([StructField("v", LongType())])
@@ -59,6 +59,23 @@ class PandasTaskCounter(StatefulProcessor):
             n += len(frame)
         _flush(self.state, counts)
         yield pd.DataFrame({"task": [key[0]], "n": [n], "keys": [len(counts)]})
+
+    def close(self) -> None:
+        pass
+
+
+class PandasRowDrain(StatefulProcessor):
+    """Takes every frame of its group and keeps nothing: what Spark alone costs to hand a
+    ``transformWithStateInPandas`` task its rows (``bench/tws_floor.py``)."""
+
+    def init(self, handle: Any) -> None:
+        pass
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
+    ) -> Iterator[pd.DataFrame]:
+        n = sum(len(f) for f in rows)
+        yield pd.DataFrame({"written": [n]}, dtype="int64")
 
     def close(self) -> None:
         pass
