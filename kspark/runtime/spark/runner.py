@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
-from kspark.errors import StreamsException
+from kspark.errors import ConfigException, StreamsException
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
 from kspark.runtime.spark.lowering import CountTail, NativeCount, count_plan, native_count, store_key
 from kspark.runtime.spark.shuffle import task_grouping_key
@@ -78,10 +78,14 @@ def micro_batch_cap(plan: SubtopologyPlan, configured: Any, tasks: int) -> int |
     table topic would trail its stream, and stream records would miss table rows that Kafka
     Streams (which waits for partitions with known lag, KIP-695) would already have read.
     """
+    if configured is not None:
+        text = str(configured).strip()
+        if isinstance(configured, bool) or not text.isdigit() or int(text) < 1:
+            raise ConfigException(f"{MAX_OFFSETS_PER_TRIGGER} must be a positive integer, got {configured!r}")
     if len(plan.source_topics) != 1:
         return None
     if configured is not None:
-        return int(configured)
+        return int(str(configured).strip())
     spark_aggregates = plan.native is not None and plan.native.windows is None
     if plan.stateful and not spark_aggregates:
         return STATEFUL_RECORDS_PER_TASK * tasks

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kspark import TimeWindows
+from kspark.errors import ConfigException
 from kspark.runtime.spark.lowering import NativeCount
 from kspark.runtime.spark.runner import STATEFUL_RECORDS_PER_TASK, SubtopologyPlan, micro_batch_cap
 
@@ -35,3 +38,13 @@ def test_a_sub_topology_reading_several_topics_is_never_capped() -> None:
     # Spark would split the cap by lag and let a join's table topic trail its stream.
     assert micro_batch_cap(_plan(("stream", "table")), None, 2) is None
     assert micro_batch_cap(_plan(("stream", "table")), 1000, 2) is None
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-5", "1e6", "1000.5", 2.5, True])
+def test_a_cap_that_is_not_a_positive_integer_is_refused_by_name(bad: object) -> None:
+    with pytest.raises(
+        ConfigException, match=r"spark\.kspark\.maxOffsetsPerTrigger must be a positive integer"
+    ):
+        micro_batch_cap(_plan(), bad, 2)
+    with pytest.raises(ConfigException):  # also where it would be ignored: the setting is wrong anyway
+        micro_batch_cap(_plan(("stream", "table")), bad, 2)
