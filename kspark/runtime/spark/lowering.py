@@ -112,9 +112,17 @@ class NativeCount:
             forward_value = fused.forward_value
 
             def run_fused(
-                key: Any, value: Any, timestamp: int, _context_timestamp: int, *origin: Any
+                key: Any,
+                value: Any,
+                timestamp: int,
+                _context_timestamp: int,
+                topic: str,
+                partition: int,
+                offset: int,
+                headers: Headers | None,
             ) -> None:
-                forward_value(key, value, timestamp, *origin)
+                # Named, not *args: packing and unpacking a tuple per record showed in py-spy.
+                forward_value(key, value, timestamp, topic, partition, offset, headers)
 
             return run_fused
 
