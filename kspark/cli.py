@@ -101,8 +101,10 @@ def _cmd_dev_kafka(args: argparse.Namespace) -> int:
         print(f"Kafka {args.kafka_version} is up in {kafka.startup_seconds:.1f} s", flush=True)
         print(f"bootstrap.servers={kafka.bootstrap_servers}", flush=True)
         print(f"broker log: {kafka.log_path}", flush=True)
-        print("Ctrl-C to stop", flush=True)
         try:
+            # Inside the try: whoever reads this line may press Ctrl-C at once, and an interrupt
+            # between the print and the try would end the command with 130 instead of stopping.
+            print("Ctrl-C to stop", flush=True)
             _wait_for_signal()
         except KeyboardInterrupt:
             print("\nstopping Kafka", flush=True)
@@ -134,8 +136,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     app = KafkaStreams(topology, config)
     app.start()
-    print(f"{config.get('application.id', args.app)} running; Ctrl-C to stop", flush=True)
     try:
+        print(
+            f"{config.get('application.id', args.app)} running; Ctrl-C to stop", flush=True
+        )  # see dev-kafka
         # A failed application ends the command (non-zero) instead of waiting for Ctrl-C.
         _wait_for_signal(lambda: app.state() is KafkaStreams.State.ERROR)
     except KeyboardInterrupt:
