@@ -253,7 +253,11 @@ def test_a_chain_fused_after_a_node_does_what_forward_from_does(
     task = _task(_topology(ops, fused_log, False), config, fused_calls)
     chain = FusedChain.after(task, entry)
     assert chain is not None
-    assert _observe(task, lambda: feed(chain.forward), fused_calls, fused_log) == expected
+
+    def forward_value(r: Record[Any, Any], c: ProcessorRecordContext) -> None:
+        chain.forward_value(r.key, r.value, r.timestamp, c.topic or "", c.partition, c.offset, r.headers)
+
+    assert _observe(task, lambda: feed(forward_value), fused_calls, fused_log) == expected
 
 
 def test_only_lines_of_fusable_operators_are_fused() -> None:

@@ -85,7 +85,7 @@ class FusedChain:
 
     :meth:`of` fuses a whole task from its source (input via :meth:`process`);
     :meth:`after` fuses what follows a node whose output a runner computes
-    itself (input via :meth:`forward`, as ``StreamTask.forward_from``).
+    itself (input via :meth:`forward_value`, as ``StreamTask.forward_from``).
     """
 
     def __init__(self, task: StreamTask, entry: ProcessorNode, chain: list[ProcessorNode]) -> None:
@@ -289,18 +289,6 @@ class FusedChain:
     def _headers_of(self, raw: Any) -> Headers:
         return self._to_headers(raw) if raw else Headers()
 
-    def forward(self, record: Record[Any, Any], context: ProcessorRecordContext) -> None:
-        """Run ``record`` through the chain as ``StreamTask.forward_from(entry, record, context)`` would."""
-        self.forward_value(
-            record.key,
-            record.value,
-            record.timestamp,
-            context.topic or "",
-            context.partition,
-            context.offset,
-            record.headers,
-        )
-
     def forward_value(
         self,
         key: Any,
@@ -311,8 +299,9 @@ class FusedChain:
         offset: int,
         headers: Headers | None,
     ) -> None:
-        """:meth:`forward` of a record given by its parts (``headers`` None: none), for a runner
-        that forwards one record per updated count: no ``Record`` or context is built for it."""
+        """Run a record given by its parts (``headers`` None: none) through the chain as
+        ``StreamTask.forward_from(entry, record, context)`` would, for a runner that forwards one
+        record per updated count: no ``Record`` or context is built for it."""
         task = self._task
         self._topic, self._partition, self._offset = topic, partition, offset
         self._timestamp = timestamp

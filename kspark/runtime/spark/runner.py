@@ -78,14 +78,16 @@ def micro_batch_cap(plan: SubtopologyPlan, configured: Any, tasks: int) -> int |
     table topic would trail its stream, and stream records would miss table rows that Kafka
     Streams (which waits for partitions with known lag, KIP-695) would already have read.
     """
+    cap = None
     if configured is not None:
         text = str(configured).strip()
         if isinstance(configured, bool) or not text.isdigit() or int(text) < 1:
             raise ConfigException(f"{MAX_OFFSETS_PER_TRIGGER} must be a positive integer, got {configured!r}")
+        cap = int(text)
     if len(plan.source_topics) != 1:
         return None
-    if configured is not None:
-        return int(str(configured).strip())
+    if cap is not None:
+        return cap
     spark_aggregates = plan.native is not None and plan.native.windows is None
     if plan.stateful and not spark_aggregates:
         return STATEFUL_RECORDS_PER_TASK * tasks
