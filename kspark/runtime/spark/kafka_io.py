@@ -11,6 +11,9 @@ and into a second Python stage (the runner did that first: a whole extra
 Arrow round trip per output record). Keyed records are partitioned with
 murmur2, as the Java producer Kafka Streams uses does, so output partitions
 match Kafka Streams'.
+
+:class:`HeaderReader` reads a few records' headers back by offset, for the
+native count, whose Spark aggregation carries only fixed-width columns.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kspark.errors import StreamsException
+from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord
 
 if TYPE_CHECKING:
@@ -32,6 +37,7 @@ __all__ = [
     "WRITTEN_DDL",
     "read_kafka",
     "RecordSender",
+    "HeaderReader",
     "producer_config",
 ]
 
@@ -216,3 +222,84 @@ class RecordSender:
             raise StreamsException(f"Kafka rejected {len(warm.errors)} records, first: {warm.errors[0]}")
         _give_back(self._key, warm)
         return self.written
+
+
+_READ_TIMEOUT_S = 120.0
+_log = logging.getLogger(__name__)
+
+
+class HeaderReader:
+    """Reads the headers of given records of one topic back from Kafka, by offset.
+
+    For the native count (:mod:`~kspark.runtime.spark.lowering`): its Spark
+    aggregation keeps only a flag for "the latest record had headers", and the
+    tail asks here for the few keys whose flag is set. Offsets are read in
+    order; a gap of up to ``seek_gap`` records is read through (cheaper than
+    a new fetch), a longer one is skipped by re-assigning the partition, so a
+    call reads at most the range its offsets span. Opened lazily, assigned and
+    never subscribed: no group membership, nothing committed.
+    """
+
+    def __init__(self, bootstrap_servers: str, group_id: str, *, seek_gap: int = 10_000) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.group_id = group_id
+        self.seek_gap = seek_gap
+        self._consumer: Any = None
+
+    def read(self, topic: str, partition: int, offsets: Sequence[int]) -> dict[int, Headers]:
+        """Headers by offset of the records at ``offsets``; one Kafka no longer holds (deleted by
+        retention or compaction since it was counted) is logged and left out."""
+        from confluent_kafka import TopicPartition
+
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            self._consumer = Consumer(
+                {
+                    "bootstrap.servers": self.bootstrap_servers,
+                    "group.id": self.group_id,
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "enable.partition.eof": False,
+                    # A deleted offset reads on from the log's start: the records before it are gone.
+                    "auto.offset.reset": "earliest",
+                }
+            )
+        wanted = sorted(set(offsets))
+        found: dict[int, Headers] = {}
+        i = 0
+        while i < len(wanted):
+            self._consumer.assign([TopicPartition(topic, partition, wanted[i])])
+            position = wanted[i]
+            deadline = time.monotonic() + _READ_TIMEOUT_S
+            while i < len(wanted) and wanted[i] - position <= self.seek_gap:
+                messages = self._consumer.consume(1000, timeout=0.5)
+                if not messages and time.monotonic() > deadline:
+                    raise StreamsException(
+                        f"Could not read {topic}[{partition}] at offset {wanted[i]} "
+                        f"within {_READ_TIMEOUT_S} s"
+                    )
+                for msg in messages:
+                    if msg.error() is not None:
+                        raise StreamsException(f"Reading {topic}[{partition}]: {msg.error()}")
+                    offset = msg.offset()
+                    position = offset + 1
+                    while i < len(wanted) and wanted[i] < offset:
+                        _log.warning(
+                            "%s[%s] no longer holds offset %s: its count is forwarded without headers",
+                            topic,
+                            partition,
+                            wanted[i],
+                        )
+                        i += 1
+                    if i < len(wanted) and wanted[i] == offset:
+                        found[offset] = Headers(list(msg.headers() or []))
+                        i += 1
+                    if i == len(wanted) or wanted[i] - position > self.seek_gap:
+                        break
+        return found
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

@@ -313,7 +313,7 @@ class SparkRunner:
         )
         task = F.element_at(keys, F.col("partition") + 1)
         if plan.native is not None and plan.native.windows is None:
-            return count_plan(source, plan.native), CountTail(spec, plan.native)
+            return count_plan(source, plan.native), CountTail(spec, plan.native, plan.source_topics[0])
         if plan.native is not None:
             counted = WindowedCountStage(spec, plan.native, plan.source_topics[0])
             stage = (

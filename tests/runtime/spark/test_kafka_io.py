@@ -71,3 +71,32 @@ def test_an_idle_producer_is_closed(
     while key in kafka_io._WARM and time.monotonic() < deadline:
         time.sleep(0.05)
     assert key not in kafka_io._WARM
+
+
+@pytest.mark.parametrize("seek_gap", [0, 3, 10_000])
+def test_header_reader_reads_the_headers_at_given_offsets(
+    kafka: LocalKafka, topic_factory: Callable[..., str], seek_gap: int
+) -> None:
+    topic = topic_factory("headers", partitions=2)
+    kafka.produce(
+        topic,
+        [
+            (b"k", b"v%d" % i, 1000 + i, 1, [("i", b"%d" % i), ("null", None)] if i % 2 else None)
+            for i in range(40)
+        ],
+    )
+    reader = kafka_io.HeaderReader(kafka.bootstrap_servers, f"reader-{topic}", seek_gap=seek_gap)
+    try:
+        got = reader.read(topic, 1, [39, 0, 1, 7, 8, 21, 21])
+        again = reader.read(topic, 1, [3])  # a later call re-assigns: it reads back too
+    finally:
+        reader.close()
+    assert {o: h.to_list() for o, h in got.items()} == {
+        0: [],
+        1: [("i", b"1"), ("null", None)],
+        7: [("i", b"7"), ("null", None)],
+        8: [],
+        21: [("i", b"21"), ("null", None)],
+        39: [("i", b"39"), ("null", None)],
+    }
+    assert again[3].to_list() == [("i", b"3"), ("null", None)]

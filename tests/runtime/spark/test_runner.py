@@ -396,7 +396,8 @@ def test_native_count_gives_the_engines_final_counts_timestamps_and_headers_acro
     for i in range(60):
         key = bad_utf8[i % 4] if i % 5 == 0 else f"k{i % 7}".encode()
         ts = 5_000 + (i * 37) % 50  # out of order: the count's timestamp is the largest so far
-        headers = [("n", str(i).encode())] if i % 3 == 0 else None
+        # some records carry headers (two, one null-valued), the rest none: the tail reads them back
+        headers = [("n", str(i).encode()), ("z", None)] if i % 3 == 0 else None
         raw.append((key, f"v{i}".encode(), ts, None, headers))
     raw += [(None, b"no key", 6_000), (b"k1", None, 6_001)]  # skipped, as the engine does
     topo = _native_count_topology(src, dst)
