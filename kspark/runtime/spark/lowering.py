@@ -21,7 +21,7 @@ engine does, and logged per batch.
 
 The aggregation keeps fixed-width columns only, so that Spark hash-aggregates
 (one variable-width column, the headers, made it sort every batch: W2 at
-5M records 312k rec/s with it, 479k without, docs/benchmarks.md): for the
+5M records 312k rec/s with it, 456k without, docs/benchmarks.md): for the
 headers it keeps whether the latest record had any, and the tail reads
 those records' headers back from Kafka by offset (:class:`HeaderReader`;
 most topics have none, and then nothing is read). The topic is the

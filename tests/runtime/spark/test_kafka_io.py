@@ -100,3 +100,23 @@ def test_header_reader_reads_the_headers_at_given_offsets(
         39: [("i", b"39"), ("null", None)],
     }
     assert again[3].to_list() == [("i", b"3"), ("null", None)]
+
+
+def test_header_reader_logs_and_leaves_out_records_kafka_no_longer_holds(
+    kafka: LocalKafka, topic_factory: Callable[..., str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from confluent_kafka import TopicPartition
+
+    topic = topic_factory("deleted", partitions=1)
+    kafka.produce(topic, [(b"k", b"v", 1000 + i, 0, [("i", b"%d" % i)]) for i in range(10)])
+    admin = kafka.admin()  # held: the futures resolve on its thread
+    futures = admin.delete_records([TopicPartition(topic, 0, 5)])  # retention, as it were
+    for future in futures.values():
+        future.result(timeout=30)
+    reader = kafka_io.HeaderReader(kafka.bootstrap_servers, f"reader-{topic}")
+    try:
+        got = reader.read(topic, 0, [2, 7])
+    finally:
+        reader.close()
+    assert {o: h.to_list() for o, h in got.items()} == {7: [("i", b"7")]}
+    assert f"{topic}[0] no longer holds offset 2" in caplog.text
