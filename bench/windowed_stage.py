@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
             "key": [e.key.encode() for e in evs],
             "timestamp": [e.ts for e in evs],
             "offset": list(range(len(evs))),
-            "headers": [None] * len(evs),
+            "has_headers": [False] * len(evs),
         }
     )
     frames = [frame.iloc[i : i + 10_000] for i in range(0, len(frame), 10_000)]

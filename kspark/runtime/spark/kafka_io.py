@@ -13,7 +13,7 @@ murmur2, as the Java producer Kafka Streams uses does, so output partitions
 match Kafka Streams'.
 
 :class:`HeaderReader` reads a few records' headers back by offset, for the
-native count, whose Spark aggregation carries only fixed-width columns.
+native counts, which Spark hands fixed-width columns only.
 """
 
 from __future__ import annotations
@@ -231,9 +231,10 @@ _log = logging.getLogger(__name__)
 class HeaderReader:
     """Reads the headers of given records of one topic back from Kafka, by offset.
 
-    For the native count (:mod:`~kspark.runtime.spark.lowering`): its Spark
-    aggregation keeps only a flag for "the latest record had headers", and the
-    tail asks here for the few keys whose flag is set. Offsets are read in
+    For the native counts (:mod:`~kspark.runtime.spark.lowering`,
+    :mod:`~kspark.runtime.spark.windowed_count`): Spark hands them only a
+    flag for "this record had headers", and they ask here for the records
+    they forward whose flag is set. Offsets are read in
     order; a gap of up to ``seek_gap`` records is read through (a new fetch
     costs ~0.1 s here, reading on ~2 µs a record), a longer one is skipped
     by re-assigning the partition, so a call reads at most the range its
@@ -248,6 +249,16 @@ class HeaderReader:
         self.group_id = group_id
         self.seek_gap = seek_gap
         self._consumer: Any = None
+
+    @staticmethod
+    def of_application(config: Mapping[str, Any]) -> HeaderReader:
+        """A reader for the application whose StreamsConfig settings are ``config``."""
+        from kspark.config import StreamsConfig
+
+        streams_config = StreamsConfig(dict(config))
+        return HeaderReader(
+            ",".join(streams_config.bootstrap_servers()), f"{streams_config.application_id()}-headers"
+        )
 
     def read(self, topic: str, partition: int, offsets: Sequence[int]) -> dict[int, Headers]:
         """Headers by offset of the records at ``offsets``; one Kafka no longer holds (deleted by

@@ -75,7 +75,15 @@ if TYPE_CHECKING:
     from kspark.runtime.spark.kafka_io import HeaderReader
     from kspark.runtime.spark.tasks import TopologySpec
 
-__all__ = ["NATIVE_LOWERING", "NativeCount", "native_count", "store_key", "count_plan", "CountTail"]
+__all__ = [
+    "NATIVE_LOWERING",
+    "NativeCount",
+    "native_count",
+    "store_key",
+    "has_headers",
+    "count_plan",
+    "CountTail",
+]
 
 NATIVE_LOWERING = "spark.kspark.nativeLowering"
 """Config key: ``false`` runs every stateful sub-topology in the engine (default ``true``)."""
@@ -280,6 +288,13 @@ def store_key(native: NativeCount) -> Column:
     )
 
 
+def has_headers() -> Column:
+    """Whether a source record had headers (Spark's Kafka source gives null for none)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.size("headers") > 0, F.lit(False))
+
+
 def count_plan(source: DataFrame, native: NativeCount) -> DataFrame:
     """The streaming aggregation: per (task, key) the count, the largest timestamp, and the
     offset of the latest record and whether it had headers (all fixed-width: see module doc).
@@ -294,7 +309,7 @@ def count_plan(source: DataFrame, native: NativeCount) -> DataFrame:
         F.count(F.lit(1)).alias("count"),
         F.max("timestamp").alias("timestamp"),
         F.max("offset").alias("offset"),
-        F.max_by(F.size("headers") > 0, "offset").alias("has_headers"),
+        F.max_by(has_headers(), "offset").alias("has_headers"),
     )
 
 
@@ -310,11 +325,8 @@ class CountTail:
         from kspark.runtime.spark.kafka_io import HeaderReader, RecordSender
         from kspark.runtime.spark.tasks import warm_stateless_task, written_batch
 
-        config = StreamsConfig(dict(self.spec.config))
         sender = RecordSender(self.spec.producer_config)
-        reader = HeaderReader(
-            ",".join(config.bootstrap_servers()), f"{config.application_id()}-count-headers"
-        )
+        reader = HeaderReader.of_application(self.spec.config)
         topic = self.topic
         tails: dict[int, Tail] = {}
         try:

@@ -33,10 +33,17 @@ from typing import TYPE_CHECKING, Any
 from kspark.config import StreamsConfig
 from kspark.errors import ConfigException, StreamsException
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
-from kspark.runtime.spark.lowering import CountTail, NativeCount, count_plan, native_count, store_key
+from kspark.runtime.spark.lowering import (
+    CountTail,
+    NativeCount,
+    count_plan,
+    has_headers,
+    native_count,
+    store_key,
+)
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
-from kspark.runtime.spark.windowed_count import INPUT_COLUMNS, WindowedCountStage
+from kspark.runtime.spark.windowed_count import WindowedCountStage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -318,7 +325,11 @@ class SparkRunner:
             counted = WindowedCountStage(spec, plan.native, plan.source_topics[0])
             stage = (
                 source.select(
-                    task.alias(TASK_INPUT_COLUMN), store_key(plan.native).alias("key"), *INPUT_COLUMNS[1:]
+                    task.alias(TASK_INPUT_COLUMN),
+                    store_key(plan.native).alias("key"),
+                    "timestamp",
+                    "offset",
+                    has_headers().alias("has_headers"),  # not the headers: windowed_count.py
                 )
                 .groupBy(TASK_INPUT_COLUMN)
                 .transformWithStateInPandas(counted, WRITTEN_DDL, "Update", "None")

@@ -41,6 +41,13 @@ the engine's window store is by its retention.
 What follows the count (``toStream()`` and stateless operations) runs in the
 engine (:meth:`~kspark.processor.internals.task.StreamTask.forward_from`),
 and the stage writes the output itself, as every stage does.
+
+Spark hands the stage whether each record had headers, not the headers: a
+list column costs the shuffle, the Arrow hand-over and a Python object per
+record, and most topics have none. A forwarded window whose latest record
+had headers gets them read back from Kafka by offset
+(:class:`~kspark.runtime.spark.kafka_io.HeaderReader`), as the plain native
+count does.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.windowed import TimeWindow
-from kspark.runtime.spark.kafka_io import RecordSender
+from kspark.runtime.spark.kafka_io import HeaderReader, RecordSender
 from kspark.runtime.spark.shuffle import task_of
 from kspark.runtime.spark.tasks import (
     Latest,
@@ -60,7 +67,6 @@ from kspark.runtime.spark.tasks import (
     current_warm,
     evict_warm,
     in_offset_order,
-    kafka_headers,
     keep_warm,
     persist_changelog,
     restored_changelog,
@@ -76,10 +82,7 @@ if TYPE_CHECKING:
     from kspark.kstream.windows import TimeWindows
     from kspark.runtime.spark.lowering import NativeCount
 
-__all__ = ["WindowedCountStage", "INPUT_COLUMNS", "window_slots"]
-
-INPUT_COLUMNS = ("key", "timestamp", "offset", "headers")
-"""The source columns the stage needs besides the task (the value is never read: only counted)."""
+__all__ = ["WindowedCountStage", "window_slots"]
 
 _log = logging.getLogger("kspark.kstream.internals.window_aggregate")  # where the engine logs drops
 
@@ -109,7 +112,11 @@ def window_slots(
 
 
 class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
-    """``transformWithStateInPandas`` body of a lowered windowed count: one task per grouping key."""
+    """``transformWithStateInPandas`` body of a lowered windowed count: one task per grouping key.
+
+    Its rows: ``key`` (as the store holds it), ``timestamp``, ``offset`` and ``has_headers``
+    (the value is never read, only counted; the headers: module doc).
+    """
 
     def __init__(self, spec: TopologySpec, native: NativeCount, topic: str) -> None:
         assert native.windows is not None
@@ -158,11 +165,14 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         """Count a task's micro-batch, forward every changed window, persist; returns records written."""
         self.spec.global_replica()
         batch = _Batch(self, partition, meta, warm)
-        for chunk in in_offset_order(frames):
-            batch.count(chunk)
-            if batch.pending_bytes > batch.budget:
-                batch.flush()  # the engine's cache, full, forwards before the commit too
-        batch.flush()
+        try:
+            for chunk in in_offset_order(frames):
+                batch.count(chunk)
+                if batch.pending_bytes > batch.budget:
+                    batch.flush()  # the engine's cache, full, forwards before the commit too
+            batch.flush()
+        finally:
+            batch.headers.close()
         epoch = meta.epoch + 1
         self._meta.update((epoch, batch.stream_time, None, -1, batch.rows, None))
         warm.epoch = epoch
@@ -187,8 +197,8 @@ class _Batch:
     """One micro-batch of a task's windowed count, counted chunk by chunk.
 
     ``pending`` holds the windows changed since the last forward, each with
-    the offset, timestamp and headers of its latest record (the context the
-    cache forwards it in). When their size by the engine cache's accounting
+    the offset, timestamp and has-headers flag of its latest record (the
+    context the cache forwards it in). When their size by the engine cache's accounting
     passes ``statestore.cache.max.bytes`` they are forwarded and persisted
     before the commit, as the engine's full cache forwards (the last count of
     every window is the same); memory stays bounded however large the batch.
@@ -204,8 +214,9 @@ class _Batch:
         self.budget = configured_cache_max_bytes(warm.task.context)
         self.sender = RecordSender(stage.spec.producer_config)
         self.tail = stage.native.tail(warm.task)
-        self.pending: dict[tuple[int, bytes], tuple[int, int, Any]] = {}
+        self.pending: dict[tuple[int, bytes], tuple[int, int, bool]] = {}
         self.pending_bytes = 0
+        self.headers = HeaderReader.of_application(stage.spec.config)
 
     def count(self, data: pd.DataFrame) -> None:
         """Count one chunk of records in offset order into the windows they reach."""
@@ -215,17 +226,17 @@ class _Batch:
         keys = data["key"].to_numpy(dtype=object)
         offsets = data["offset"].to_numpy(dtype=np.int64)
         timestamps = data["timestamp"].to_numpy(dtype=np.int64)
-        headers = data["headers"].to_numpy(dtype=object)
+        flags = data["has_headers"].to_numpy(dtype=bool)
         missing = data["key"].isna().to_numpy()
         if missing.any():
             for row in np.flatnonzero(missing).tolist():
                 stage._log_skipped(f"null key {stage._where(partition, int(offsets[row]))}")
             keyed = ~missing
-            keys, offsets, timestamps, headers = (
+            keys, offsets, timestamps, flags = (
                 keys[keyed],
                 offsets[keyed],
                 timestamps[keyed],
-                headers[keyed],
+                flags[keyed],
             )
         if not len(keys):
             return
@@ -254,7 +265,7 @@ class _Batch:
                     self.pending_bytes += len(key) + _PENDING_ENTRY_BYTES
                 # hopping windows: a later slot may hold an earlier record of the same window
                 if latest is None or latest[0] < offset:
-                    pending[(start, key)] = (offset, int(timestamps[i]), headers[i])
+                    pending[(start, key)] = (offset, int(timestamps[i]), bool(flags[i]))
         self.stream_time = int(observed[-1])
 
     def flush(self) -> None:
@@ -264,7 +275,9 @@ class _Batch:
         changelog: list[tuple[int, bytes, int, int]] = []
         windows: dict[int, TimeWindow] = {}  # one per window start: a batch has few
         size = stage.windows.size()
-        for (start, key), (offset, record_ts, hdrs) in sorted(
+        wanted = [offset for offset, _, has_headers in self.pending.values() if has_headers]
+        headers_of = self.headers.read(stage.topic, self.partition, wanted) if wanted else {}
+        for (start, key), (offset, record_ts, has_headers) in sorted(
             self.pending.items(), key=lambda item: (item[1][0], item[0][0])
         ):
             count, ts = self.counts[start][key]
@@ -272,7 +285,7 @@ class _Batch:
             window = windows.get(start)
             if window is None:
                 window = windows[start] = TimeWindow(start, start + size)
-            headers = None if hdrs is None else kafka_headers(hdrs)
+            headers = headers_of.get(offset) if has_headers else None
             stage.native.forward_windowed(
                 self.tail, key, window, count, ts, record_ts, stage.topic, self.partition, offset, headers
             )

@@ -432,6 +432,59 @@ def test_native_count_gives_the_engines_final_counts_timestamps_and_headers_acro
     assert b"a\xef\xbf\xbd" in got and got[b"k1"][-1][0] == 10 * sum(1 for r in raw[:60] if r[0] == b"k1")
 
 
+def _windowed_count_topology(src: str, dst: str) -> Topology:
+    from kspark import TimeWindows
+
+    b = StreamsBuilder()
+    (
+        b.stream(src, Consumed.with_(S, S))
+        .group_by_key()
+        .windowed_by(TimeWindows(size=1_000, grace=500))
+        .count()
+        .to_stream()
+        .map(lambda wk, n: KeyValue(f"{wk.key}@{wk.window.start}", n))
+        .to(dst, Produced.with_(S, L))
+    )
+    return b.build()
+
+
+def test_native_windowed_count_forwards_each_windows_latest_record_headers(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """Spark hands the stage a has-headers flag; the headers of forwarded windows are read back."""
+    from kspark.config import StreamsConfig
+    from kspark.runtime.spark.lowering import native_count
+
+    src, dst = topic_factory("in", partitions=2), topic_factory("out", partitions=2)
+    raw: list[tuple[Any, ...]] = []
+    for i in range(80):
+        headers = [("n", str(i).encode()), ("z", None)] if i % 3 else None
+        raw.append((f"k{i % 5}".encode(), f"v{i}".encode(), 10_000 + 97 * i, None, headers))
+    topo = _windowed_count_topology(src, dst)
+    builder = topo.internal_builder.set_application_id("native-windowed")
+    config = _config(kafka, tmp_path, "native-windowed")
+    native = native_count(builder, builder.node_groups()[0], StreamsConfig(config))
+    assert native is not None and native.windows is not None
+    kafka.produce(src, raw)
+    _run(_windowed_count_topology(src, dst), config, spark)
+
+    got: dict[bytes, tuple[int, int, tuple[tuple[str, bytes | None], ...]]] = {}
+    for r in sorted(kafka.consume_all(dst, min_records=1, timeout=60), key=lambda r: (r.partition, r.offset)):
+        got[r.key] = (L.deserializer().deserialize("", r.value), r.timestamp, tuple(r.headers))
+    want: dict[bytes, tuple[int, int, tuple[tuple[str, bytes | None], ...]]] = {}
+    produced = kafka.consume_all(src, min_records=len(raw))
+    for partition in range(2):  # one task per partition, records in offset order
+        with TopologyTestDriver(_windowed_count_topology(src, dst), {"application.id": "ref"}) as d:
+            inp = d.create_input_topic(src, Serdes.ByteArray(), Serdes.ByteArray())
+            for r in sorted(produced, key=lambda r: r.offset):
+                if r.partition == partition:
+                    inp.pipe_input(r.key, r.value, timestamp=r.timestamp, headers=list(r.headers))
+            for o in d.create_output_topic(dst, Serdes.ByteArray(), L).read_records_to_list():
+                want[o.key] = (o.value, o.timestamp, tuple(o.headers.to_list()))
+    assert got == want
+    assert any(h for _, _, h in got.values()) and any(not h for _, _, h in got.values())
+
+
 def _slow_batch_app(
     kafka: LocalKafka, topic_factory: Callable[..., str], tmp_path: Path, app_id: str
 ) -> tuple[Topology, dict[str, Any], str, str, Path]:

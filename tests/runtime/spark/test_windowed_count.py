@@ -21,6 +21,7 @@ from state_fakes import HandleLike
 
 from kspark import Consumed, Produced, StreamsBuilder, TimeWindows
 from kspark.config import StreamsConfig
+from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.spark import tasks, windowed_count
 from kspark.runtime.spark.lowering import native_count
@@ -62,6 +63,26 @@ class _Sent:
         return len(_Sent.records)
 
 
+class _Headers:
+    """Stands in for the stage's HeaderReader: the headers each offset of "in" holds, and what
+    was asked for (the stage must ask only for records that had headers)."""
+
+    held: ClassVar[dict[int, Headers]] = {}
+    asked: ClassVar[list[int]] = []
+
+    @staticmethod
+    def of_application(config: Any) -> _Headers:
+        return _Headers()
+
+    def read(self, topic: str, partition: int, offsets: list[int]) -> dict[int, Headers]:
+        assert (topic, partition) == ("in", 0)
+        _Headers.asked += offsets
+        return {o: _Headers.held[o].copy() for o in offsets}
+
+    def close(self) -> None:
+        pass
+
+
 def _decoded(records: list[OutputRecord]) -> dict[Any, tuple[int, int, list[Any]]]:
     """key -> (count, timestamp, headers) of the last record per key."""
     tw = Serdes.time_windowed(S, SIZE).deserializer()
@@ -82,6 +103,8 @@ class _Run:
         self, windows: TimeWindows, monkeypatch: Any, instance: str = "i", cache_bytes: int = 1 << 20
     ) -> None:
         monkeypatch.setattr(windowed_count, "RecordSender", _Sent)
+        monkeypatch.setattr(windowed_count, "HeaderReader", _Headers)
+        _Headers.held, _Headers.asked = {}, []
         topology = _topology(windows)
         config = {"application.id": "wc", "bootstrap.servers": "x:1", "statestore.cache.max.bytes": 0}
         builder = topology.internal_builder.set_application_id("wc")
@@ -108,17 +131,12 @@ class _Run:
 
         rows = []
         for key, ts in records:
-            # the header names the record: the one forwarded is each window's latest record's
-            header = ("offset", str(self.offset).encode())
-            self.input.pipe_input(key, f"v{self.offset}", timestamp=ts, headers=[header])
-            rows.append(
-                (
-                    None if key is None else key.encode(),
-                    ts,
-                    self.offset,
-                    [{"key": header[0], "value": header[1]}],
-                )
-            )
+            # A header names the record (the one forwarded is each window's latest record's);
+            # every third record has none.
+            headers = [("offset", str(self.offset).encode())] if self.offset % 3 else []
+            self.input.pipe_input(key, f"v{self.offset}", timestamp=ts, headers=headers)
+            _Headers.held[self.offset] = Headers(headers)
+            rows.append((None if key is None else key.encode(), ts, self.offset, bool(headers)))
             self.offset += 1
         expected = {
             repr(r.key): (r.value, r.timestamp, list(r.headers)) for r in self.output.read_records_to_list()
@@ -126,14 +144,16 @@ class _Run:
         if not rows:  # Spark does not call a task without input
             return {}, expected
         _Sent.records = []
-        frame = pd.DataFrame(rows, columns=["key", "timestamp", "offset", "headers"])
+        frame = pd.DataFrame(rows, columns=["key", "timestamp", "offset", "has_headers"])
         # Spark may hand a task's rows in several frames, and not in offset order.
         if in_order:  # as Spark usually hands them: Arrow batches of 10 rows
             frames = [frame.iloc[i : i + 10] for i in range(0, len(frame), 10)]
         else:
             frames = [frame.iloc[1::2], frame.iloc[::2]] if len(frame) > 1 else [frame]
+        _Headers.asked = []
         (written,) = list(self.stage.handleInputRows((task_grouping_key(0, 1),), iter(frames), None))
         assert int(written["written"][0]) == len(_Sent.records)
+        assert all(_Headers.held[o] for o in _Headers.asked)  # never read for a record without
         return _decoded(_Sent.records), expected
 
 
