@@ -27,7 +27,7 @@ from kspark.kstream.internals.graph import (
     ProcessorParameters,
     TableProcessorNode,
 )
-from kspark.kstream.internals.kstream_processors import KStreamMapValues
+from kspark.kstream.internals.kstream_processors import KStreamMapValues, new_value_of
 from kspark.kstream.internals.ktable_join import (
     KTableKTableAbstractJoin,
     KTableKTableInnerJoin,
@@ -199,7 +199,7 @@ class KTable:
         name = self._builder.or_else_generate(
             named.name if isinstance(named, Named) else Named(named).name if named else None, TOSTREAM_NAME
         )
-        supplier = KStreamMapValues(lambda _k, change: change.new_value)
+        supplier = KStreamMapValues(new_value_of)
         node = ProcessorGraphNode(name, ProcessorParameters(supplier, name))
         self._builder.add_graph_node(self._graph_node, node)
         stream = KStream(

@@ -133,6 +133,12 @@ class _MapValues(ContextualProcessor, Fusable):
         return step
 
 
+def new_value_of(_key: Any, change: Any) -> Any:
+    """``KTable.to_stream()``'s mapper: an update's new value (runners that compute a table
+    themselves recognise it, to forward new values past it)."""
+    return change.new_value
+
+
 class KStreamMapValues:
     """``map_values``; the mapper gets ``(key, value)`` (the DSL adapts value-only mappers)."""
 

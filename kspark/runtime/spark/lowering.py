@@ -107,8 +107,8 @@ _TAIL_SUPPLIERS = (
 _RECORD_TIMESTAMP = (FailOnInvalidTimestamp, LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp)
 
 
-Tail = Callable[[Any, Any, int, int, str, int, int, "Headers | None"], None]
-"""What follows a native count, for one record it forwards: (key, value, timestamp, the record
+Tail = Callable[[Any, int, int, int, str, int, int, "Headers | None"], None]
+"""What follows a native count, for one count it forwards: (key, count, timestamp, the record
 context's timestamp, topic, partition, offset, headers or None for none)."""
 
 
@@ -120,17 +120,24 @@ class NativeCount:
     utf8_keys: bool  # String keys: grouped by their UTF-8 re-encoding, as the engine's store holds them
     key_deserializer: Any  # the store's key deserializer: the key the count forwards
     windows: TimeWindows | None = None  # a windowed count's windows (windowed_count.py)
+    to_stream: str | None = None  # the count's only child when it is a plain toStream()
 
     def tail(self, task: Any) -> Tail:
-        """Runs what follows the count in ``task`` for one record the count forwards: fused when
-        it is a line of stateless operators into a sink, else ``task.forward_from``."""
-        fused = FusedChain.after(task, self.aggregate)
+        """Runs what follows the count in ``task`` for one count it forwards: fused when it is a
+        line of stateless operators into a sink, else ``task.forward_from``.
+
+        A fused tail after a plain ``toStream()`` starts after it, with the count itself: the
+        ``Change`` the count forwards exists only for ``toStream()`` to unwrap (and cannot fail).
+        """
+        entry = self.to_stream or self.aggregate
+        fused = FusedChain.after(task, entry)
         if fused is not None:
             forward_value = fused.forward_value
+            unwrapped = self.to_stream is not None
 
             def run_fused(
                 key: Any,
-                value: Any,
+                count: int,
                 timestamp: int,
                 _context_timestamp: int,
                 topic: str,
@@ -139,13 +146,14 @@ class NativeCount:
                 headers: Headers | None,
             ) -> None:
                 # Named, not *args: packing and unpacking a tuple per record showed in py-spy.
+                value = count if unwrapped else Change(count, None)
                 forward_value(key, value, timestamp, topic, partition, offset, headers)
 
             return run_fused
 
         def run(
             key: Any,
-            value: Any,
+            count: int,
             timestamp: int,
             context_timestamp: int,
             topic: str,
@@ -155,7 +163,7 @@ class NativeCount:
         ) -> None:
             hdrs = headers if headers is not None else Headers()
             context = ProcessorRecordContext(context_timestamp, offset, partition, topic, hdrs)
-            task.forward_from(self.aggregate, Record(key, value, timestamp, hdrs), context)
+            task.forward_from(self.aggregate, Record(key, Change(count, None), timestamp, hdrs), context)
 
         return run
 
@@ -173,25 +181,36 @@ class NativeCount:
         """Hand one updated count to ``tail`` (:meth:`tail`), as the count forwards it, in the
         context of the latest record that changed it (``headers`` None: it had none)."""
         k = self.key_deserializer.deserialize(topic, key)
-        tail(k, Change(count, None), timestamp, timestamp, topic, partition, offset, headers)
+        tail(k, count, timestamp, timestamp, topic, partition, offset, headers)
 
-    def forward_windowed(
-        self,
-        tail: Tail,
-        key: bytes,
-        window: TimeWindow,
-        count: int,
-        timestamp: int,
-        record_timestamp: int,
-        topic: str,
-        partition: int,
-        offset: int,
-        headers: Headers | None,
-    ) -> None:
-        """:meth:`forward` for a windowed count: the key is ``Windowed(key, window)``; the count
-        carries the window's largest timestamp, the context the latest record's own."""
-        k = Windowed(self.key_deserializer.deserialize(topic, key), window)
-        tail(k, Change(count, None), timestamp, record_timestamp, topic, partition, offset, headers)
+    def windowed_forwarder(self, tail: Tail, topic: str, partition: int) -> WindowedForward:
+        """:meth:`forward` for a windowed count, for one flush of a task: the key is
+        ``Windowed(key, window)``; the count carries the window's largest timestamp, the context
+        the latest record's own. Keys are deserialized once per flush (String and bytes keys,
+        the only ones lowered, are immutable, so windows of a key can share one)."""
+        deserialize = self.key_deserializer.deserialize
+        keys: dict[bytes, Any] = {}
+
+        def forward(
+            key: bytes,
+            window: TimeWindow,
+            count: int,
+            timestamp: int,
+            record_timestamp: int,
+            offset: int,
+            headers: Headers | None,
+        ) -> None:
+            k = keys.get(key)
+            if k is None:
+                k = keys[key] = deserialize(topic, key)
+            tail(Windowed(k, window), count, timestamp, record_timestamp, topic, partition, offset, headers)
+
+        return forward
+
+
+WindowedForward = Callable[[bytes, TimeWindow, int, int, int, int, "Headers | None"], None]
+"""Forwards one window's count: (key bytes, window, count, timestamp, the record context's
+timestamp, offset, headers or None for none)."""
 
 
 def _kind(serde_or_deserializer: Any) -> str | None:
@@ -256,7 +275,15 @@ def native_count(
         not isinstance(builder.processor_supplier(c), kp.KStreamMapValues) for c in children
     ):
         return None  # anything but toStream() would read the table through its store
-    return NativeCount(aggregate, key_kind == "utf8", store_key_serde.deserializer(), windows)
+    only = builder.processor_supplier(children[0]) if len(children) == 1 else None
+    plain = isinstance(only, kp.KStreamMapValues) and only.mapper is kp.new_value_of
+    return NativeCount(
+        aggregate,
+        key_kind == "utf8",
+        store_key_serde.deserializer(),
+        windows,
+        to_stream=children[0] if plain else None,
+    )
 
 
 def _count_windows(supplier: Any) -> TimeWindows | None:

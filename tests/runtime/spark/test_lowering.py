@@ -55,6 +55,19 @@ def test_a_plain_count_is_lowered() -> None:
     assert native is not None and native.utf8_keys and native.aggregate == "KSTREAM-AGGREGATE-0000000002"
 
 
+def test_the_fused_tail_starts_after_a_plain_to_stream_only() -> None:
+    (native,) = _lowered(_count())
+    assert native is not None and native.to_stream == "KTABLE-TOSTREAM-0000000003"
+
+    def twice(b: StreamsBuilder) -> None:
+        table = b.stream("in", Consumed.with_(S, B)).group_by_key().count()
+        table.to_stream().to("out", Produced.with_(S, L))
+        table.to_stream().to("out2", Produced.with_(S, L))
+
+    (native,) = _lowered(twice)
+    assert native is not None and native.to_stream is None
+
+
 def test_byte_keys_and_stateless_operations_after_to_stream_are_lowered() -> None:
     (native,) = _lowered(
         _count(Consumed.with_(B, S), after=lambda s: s.filter(lambda k, v: v > 1).map_values(str))

@@ -257,3 +257,15 @@ def test_dropped_records_are_logged_as_the_engine_logs_them(monkeypatch: Any, ca
         for m in messages
     ), messages
     assert any("null key" in m and "offset=[2]" in m for m in messages), messages
+
+
+def test_a_window_open_by_one_millisecond_survives_a_restore(monkeypatch: Any) -> None:
+    """Only closed windows are left out of the changelog state: one a later record can still
+    reach is restored with its count."""
+    run = _Run(TimeWindows(size=SIZE, grace=4_000), monkeypatch, instance="edge")
+    # stream time 23,999: window [10000, 20000) closes at 24,000 (end + grace)
+    got, expected = run.batch([("a", 10_000), ("b", 23_999)])
+    assert got == expected
+    tasks.evict_warm(run.spec, 0)  # the next batch runs on another worker
+    got, expected = run.batch([("a", 10_500)])
+    assert got == expected and [(n, ts) for n, ts, _ in got.values()] == [(2, 10_500)]
