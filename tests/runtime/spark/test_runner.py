@@ -370,6 +370,22 @@ def test_a_replaced_task_restarts_from_committed_state_not_from_a_half_processed
     ]
 
 
+def _reference_per_task(
+    topology: Callable[[str, str], Topology], src: str, dst: str, produced: list[KafkaRecord]
+) -> list[Any]:
+    """What the TopologyTestDriver writes to ``dst`` (Long values) for ``produced``, run as Kafka
+    Streams runs it: one task per partition, each partition's records in offset order."""
+    out: list[Any] = []
+    for partition in sorted({r.partition for r in produced}):
+        with TopologyTestDriver(topology(src, dst), {"application.id": "ref"}) as d:
+            inp = d.create_input_topic(src, Serdes.ByteArray(), Serdes.ByteArray())
+            for r in sorted(produced, key=lambda r: r.offset):
+                if r.partition == partition:
+                    inp.pipe_input(r.key, r.value, timestamp=r.timestamp, headers=list(r.headers))
+            out += d.create_output_topic(dst, Serdes.ByteArray(), L).read_records_to_list()
+    return out
+
+
 def _native_count_topology(src: str, dst: str) -> Topology:
     b = StreamsBuilder()
     (
@@ -417,15 +433,10 @@ def test_native_count_gives_the_engines_final_counts_timestamps_and_headers_acro
             (L.deserializer().deserialize("", r.value), r.timestamp, tuple(r.headers))
         )
     want: Out = {}
-    produced = kafka.consume_all(src, min_records=len(raw))
-    for partition in range(3):  # one task per partition, records in offset order, as in Kafka Streams
-        with TopologyTestDriver(_native_count_topology(src, dst), {"application.id": "ref"}) as d:
-            inp = d.create_input_topic(src, Serdes.ByteArray(), Serdes.ByteArray())
-            for r in sorted(produced, key=lambda r: r.offset):
-                if r.partition == partition:
-                    inp.pipe_input(r.key, r.value, timestamp=r.timestamp, headers=list(r.headers))
-            for o in d.create_output_topic(dst, Serdes.ByteArray(), L).read_records_to_list():
-                want.setdefault(o.key, []).append((o.value, o.timestamp, tuple(o.headers.to_list())))
+    for o in _reference_per_task(
+        _native_count_topology, src, dst, kafka.consume_all(src, min_records=len(raw))
+    ):
+        want.setdefault(o.key, []).append((o.value, o.timestamp, tuple(o.headers.to_list())))
     assert {k: v[-1] for k, v in got.items()} == {k: v[-1] for k, v in want.items()}
     for key, seq in got.items():
         assert set(seq) <= set(want[key]), key
@@ -471,16 +482,12 @@ def test_native_windowed_count_forwards_each_windows_latest_record_headers(
     got: dict[bytes, tuple[int, int, tuple[tuple[str, bytes | None], ...]]] = {}
     for r in sorted(kafka.consume_all(dst, min_records=1, timeout=60), key=lambda r: (r.partition, r.offset)):
         got[r.key] = (L.deserializer().deserialize("", r.value), r.timestamp, tuple(r.headers))
-    want: dict[bytes, tuple[int, int, tuple[tuple[str, bytes | None], ...]]] = {}
-    produced = kafka.consume_all(src, min_records=len(raw))
-    for partition in range(2):  # one task per partition, records in offset order
-        with TopologyTestDriver(_windowed_count_topology(src, dst), {"application.id": "ref"}) as d:
-            inp = d.create_input_topic(src, Serdes.ByteArray(), Serdes.ByteArray())
-            for r in sorted(produced, key=lambda r: r.offset):
-                if r.partition == partition:
-                    inp.pipe_input(r.key, r.value, timestamp=r.timestamp, headers=list(r.headers))
-            for o in d.create_output_topic(dst, Serdes.ByteArray(), L).read_records_to_list():
-                want[o.key] = (o.value, o.timestamp, tuple(o.headers.to_list()))
+    want = {
+        o.key: (o.value, o.timestamp, tuple(o.headers.to_list()))
+        for o in _reference_per_task(
+            _windowed_count_topology, src, dst, kafka.consume_all(src, min_records=len(raw))
+        )
+    }
     assert got == want
     assert any(h for _, _, h in got.values()) and any(not h for _, _, h in got.values())
 
