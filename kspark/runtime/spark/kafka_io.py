@@ -296,7 +296,9 @@ class HeaderReader:
                 # No more than the offsets left: a full batch returns at once, a partial one only
                 # at the timeout (the partition's last record is often the last one wanted).
                 messages = self._consumer.consume(min(1000, wanted[-1] - position + 1), timeout=0.1)
-                if not messages and time.monotonic() > deadline:
+                if messages:
+                    deadline = time.monotonic() + _READ_TIMEOUT_S  # a long read-through is progress
+                elif time.monotonic() > deadline:
                     raise StreamsException(
                         f"Could not read {topic}[{partition}] at offset {wanted[i]} "
                         f"within {_READ_TIMEOUT_S} s"
