@@ -317,7 +317,7 @@ class HeaderReader:
                         )
                         i += 1
                     if i < len(wanted) and wanted[i] == offset:
-                        found[offset] = Headers(list(msg.headers() or []))
+                        found[offset] = Headers(msg.headers())  # None: no headers
                         i += 1
                     if i == len(wanted) or wanted[i] - position > self.seek_gap:
                         break
