@@ -32,15 +32,26 @@ import tempfile
 import threading
 import time
 import uuid
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench import jvm
-from bench.workloads import WORKLOADS, Checker, event_value, events, users
+from bench.workloads import (
+    WORKLOADS,
+    Checker,
+    answer_groups,
+    answer_times,
+    event_value,
+    events,
+    output_answer,
+    users,
+)
 from kspark.dev.kafka import LocalKafka
 
 __all__ = ["System", "SYSTEMS", "RunResult", "run_system", "run_latency", "preload", "main"]
@@ -505,29 +516,37 @@ def run_system(
 _LATENCY_READY_RECORDS = 200
 
 
-def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> dict[str, Any]:
-    """W1 at a fixed offered load: end-to-end latency from produce call to output append time.
+def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse.Namespace) -> dict[str, Any]:
+    """A workload at a fixed offered load: end-to-end latency from produce call to output append time.
 
-    The system starts on an empty input topic; the harness produces
-    ``_LATENCY_READY_RECORDS`` records and waits for their output (the system
-    is up), then produces ``--latency-rate`` records/s for
-    ``--latency-seconds`` and reads the output as it arrives. Records produced
-    in the first ``--latency-warmup`` seconds of the load are excluded from the
-    percentiles. The output must equal the expected W1 result for every record
-    produced.
+    The system starts on an empty input topic (W4: and a pre-loaded table);
+    the harness produces ``_LATENCY_READY_RECORDS`` records and waits for
+    their output (the system is up), then produces ``--latency-rate``
+    records/s for ``--latency-seconds`` and reads the output as it arrives.
+    An input's latency ends at the append time of the first output that
+    answers it (:func:`bench.workloads.answer_times`: W1/W4 the output of its
+    id; W2/W3 the first output of its key (and window) whose count includes
+    it). Records produced in the first ``--latency-warmup`` seconds of the
+    load are excluded from the percentiles. The output must equal the
+    expected result for every record produced.
     """
-    run_id = f"{system.name}-lat-{uuid.uuid4().hex[:6]}"
+    run_id = f"{system.name}-lat-{workload.lower()}-{uuid.uuid4().hex[:6]}"
     input_topic, output = f"in-{run_id}", f"out-{run_id}"
     kafka.create_topic(input_topic, args.partitions)
     kafka.create_topic(output, args.partitions, {"message.timestamp.type": "LogAppendTime"})
+    table_topic = None
+    if workload == "W4":
+        table_topic = f"users-{run_id}"
+        preload_table(kafka, table_topic, args.partitions)
     state_dir = tempfile.mkdtemp(prefix=f"bench-{run_id}-")
-    spec = _spec(system, args, kafka, run_id, "W1", input_topic, output, None, state_dir)
+    spec = _spec(system, args, kafka, run_id, workload, input_topic, output, table_topic, state_dir)
     logs = Path(args.logs) / run_id
     logs.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[str]] = []
-    sent: dict[int, float] = {}
-    latencies: list[float] = []
-    seen: set[int] = set()
+    fmt = system.count_format.get(workload, "long")
+    total = _LATENCY_READY_RECORDS + int(args.latency_rate * args.latency_seconds)
+    sent = np.full(total, np.nan)  # wall time of each measured input's produce() call
+    out_groups, out_counts, out_times = array("q"), array("q"), array("d")
     with contextlib.ExitStack() as stack:
         for i in range(system.instances(spec)):
             procs.append(_launch(system, spec, args, logs, i, stack))
@@ -543,18 +562,22 @@ def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> 
             }
         )
         consumer.assign([TopicPartition(output, p, 0) for p in range(args.partitions)])
-        checker = Checker("W1", _LATENCY_READY_RECORDS)
+        ready = Checker(workload, _LATENCY_READY_RECORDS, fmt)
+        checker = Checker(workload, total, fmt)
 
         def read(timeout: float) -> None:
             for msg in consumer.consume(num_messages=10_000, timeout=timeout):
                 if msg.error():
                     continue
-                checker.add(msg.key(), msg.value())
-                rec_id = int(json.loads(msg.value() or b"{}").get("id", -1))
-                if rec_id in sent and rec_id not in seen:
-                    seen.add(rec_id)
-                    if sent[rec_id] >= start + args.latency_warmup:
-                        latencies.append(msg.timestamp()[1] - sent[rec_id] * 1000)
+                key, value = msg.key(), msg.value()
+                checker.add(key, value)
+                if not ready.complete():
+                    ready.add(key, value)
+                answer = output_answer(workload, key, value, fmt)
+                if answer is not None:
+                    out_groups.append(answer[0])
+                    out_counts.append(answer[1])
+                    out_times.append(msg.timestamp()[1] / 1000)
 
         def send(i: int) -> None:
             e = next(events_from(i))
@@ -566,21 +589,20 @@ def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> 
             send(i)
         producer.flush(30)
         ready_by = time.time() + args.timeout
-        while not checker.complete() and time.time() < ready_by:
+        while not ready.complete() and time.time() < ready_by:
             read(0.5)
         start = time.time()
         i = _LATENCY_READY_RECORDS
-        while (now := time.time()) - start < args.latency_seconds:
-            while i < _LATENCY_READY_RECORDS + int((now - start) * args.latency_rate):
+        while i < total:
+            due = min(total, _LATENCY_READY_RECORDS + int((time.time() - start) * args.latency_rate))
+            while i < due:
                 send(i)
                 sent[i] = time.time()
                 i += 1
             producer.poll(0)
-            checker.resize(i)
             read(0.005)
         producer.flush(30)
         deadline = time.time() + 120
-        checker.resize(i)
         while time.time() < deadline and not checker.complete():
             read(0.5)
         for p in procs:
@@ -597,19 +619,32 @@ def run_latency(kafka: LocalKafka, system: System, args: argparse.Namespace) -> 
         consumer.close()
     shutil.rmtree(state_dir, ignore_errors=True)
     verdict = checker.verdict()
-    latencies.sort()
+    groups, expects = answer_groups(workload, total)
+    answered = answer_times(
+        groups,
+        np.frombuffer(out_groups, dtype=np.int64),
+        np.frombuffer(out_counts, dtype=np.int64),
+        np.frombuffer(out_times, dtype=np.float64),
+    )
+    measured = expects & (sent >= start + args.latency_warmup)
+    latencies = np.sort((answered[measured] - sent[measured]) * 1000)
+    unanswered = int(np.isnan(latencies).sum())
 
     def pct(q: float) -> float | None:
-        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))]) if latencies else None
+        done = latencies[~np.isnan(latencies)]
+        return round(float(done[min(len(done) - 1, int(q * len(done)))])) if len(done) else None
 
     return {
         "system": system.name,
+        "workload": workload,
         "offered_rate": args.latency_rate,
-        "produced": i,
-        "measured": len(latencies),
+        "produced": total,
+        "outputs": checker.records,
+        "measured": int(measured.sum()),
+        "unanswered": unanswered,
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
-        "max_ms": round(latencies[-1]) if latencies else None,
+        "max_ms": pct(1.0),
         "check": verdict or "ok",
     }
 
@@ -750,7 +785,7 @@ def main(argv: list[str] | None = None) -> int:
         "--latency-rate",
         type=float,
         default=0.0,
-        help="instead of throughput: W1 latency at this offered load (records/s)",
+        help="instead of throughput: each --workload's latency at this offered load (records/s)",
     )
     ap.add_argument("--latency-seconds", type=float, default=90.0)
     ap.add_argument("--latency-warmup", type=float, default=45.0)
@@ -793,7 +828,12 @@ def main(argv: list[str] | None = None) -> int:
     results: list[RunResult] = []
     with LocalKafka(heap="1g", log_level="WARN") as kafka:
         if args.latency_rate:
-            lat = [run_latency(kafka, SYSTEMS[s], args) for s in systems]
+            lat = [
+                run_latency(kafka, SYSTEMS[s], w, args)
+                for w in workloads
+                for s in systems
+                if w in SYSTEMS[s].workloads
+            ]
             for row in lat:
                 print(json.dumps(row), flush=True)
             if args.json:

@@ -35,6 +35,9 @@ __all__ = [
     "expected",
     "Checker",
     "decode_count",
+    "answer_groups",
+    "output_answer",
+    "answer_times",
 ]
 
 KEYS = 10_000
@@ -335,3 +338,82 @@ class Checker:
             f"{len(missing)} missing (e.g. {missing[:3]}), {len(extra)} unexpected (e.g. {extra[:3]}), "
             f"{len(wrong)} wrong{detail}"
         )
+
+
+# ---------------------------------------------------------------- latency: which output answers which input
+
+_COUNT_LIMIT = 1 << 32
+"""Counts stay below this in every run (it packs (group, count) into one int64 in answer_times)."""
+
+
+def answer_groups(workload: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For inputs 0..n-1: the group an output must name to answer each, and whether one is expected.
+
+    W1/W4: the input's id (one output per input; W1 expects one only for ``amount >= 50``);
+    W2: its key; W3: its key and window (:func:`_w3_code`). In W2/W3 an output with count
+    ``c`` answers the first ``c`` inputs of its group, in input order.
+    """
+    i = np.arange(n, dtype=np.int64)
+    if workload in ("W1", "W4"):
+        return i, (_amounts(i) >= 50) if workload == "W1" else np.ones(n, dtype=bool)
+    if workload == "W2":
+        return _key_indices(i), np.ones(n, dtype=bool)
+    if workload == "W3":
+        return (_window_starts(i) - _W3_FIRST_WINDOW) // WINDOW_MS * KEYS + _key_indices(i), np.ones(
+            n, dtype=bool
+        )
+    raise ValueError(f"unknown workload {workload!r}; expected one of {WORKLOADS}")
+
+
+def output_answer(workload: str, key: bytes | None, value: bytes | None, fmt: str) -> tuple[int, int] | None:
+    """(group, count) of an output record (see :func:`answer_groups`); None if it names no group.
+
+    A record that names no group answers nothing; :class:`Checker` reports it as unexpected.
+    """
+    try:
+        if workload in ("W1", "W4"):
+            rec_id = json.loads(value or b"null")["id"]
+            return (rec_id, 1) if isinstance(rec_id, int) and rec_id >= 0 else None
+        name = (key or b"").decode()
+        if workload == "W2":
+            group = int(name[1:]) if len(name) == 6 and name[0] == "k" and name[1:].isdigit() else None
+        else:
+            group = _w3_parse(name)
+        count = decode_count(value or b"", fmt)
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        return None
+    return (group, count) if group is not None and 0 <= count < _COUNT_LIMIT else None
+
+
+def answer_times(
+    groups: np.ndarray, out_groups: np.ndarray, out_counts: np.ndarray, out_times: np.ndarray
+) -> np.ndarray:
+    """Per input, the time of the first output that answers it (NaN: none did).
+
+    ``groups`` from :func:`answer_groups`; the outputs as parallel arrays in the order
+    they were read (a group lives in one partition, so that is its append order).
+    Input ``i`` is the ``k``-th of its group; the first output of that group whose count
+    reaches ``k`` answers it.
+    """
+    n = len(groups)
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    firsts = (
+        np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]) if n else np.empty(0, np.int64)
+    )
+    run_starts = np.repeat(firsts, np.diff(np.r_[firsts, n]))
+    ordinal = np.empty(n, dtype=np.int64)
+    ordinal[order] = np.arange(n) - run_starts + 1
+    by_group = np.argsort(out_groups, kind="stable")  # stable: each group's outputs stay in append order
+    # (group, count) packed so that a running maximum is each group's highest count so far and
+    # the whole array stays sorted: every value of a group is above every value of the one before.
+    packed = np.maximum.accumulate(
+        out_groups[by_group].astype(np.int64) * _COUNT_LIMIT + out_counts[by_group]
+    )
+    wanted = groups.astype(np.int64) * _COUNT_LIMIT + ordinal
+    pos = np.searchsorted(packed, wanted)
+    found = pos < len(packed)
+    found[found] &= packed[pos[found]] // _COUNT_LIMIT == groups[found]
+    times = np.full(n, np.nan)
+    times[found] = out_times[by_group][pos[found]]
+    return times

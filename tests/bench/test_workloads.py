@@ -109,3 +109,100 @@ def test_w1_checker_grows_with_the_input() -> None:
         checker.add(b"", json.dumps(value).encode())
     checker.resize(500)
     assert checker.complete() and checker.verdict() is None
+
+
+# ---------------------------------------------------------------- latency matching
+
+
+def _reference_answer_times(
+    workload: str, n: int, outputs: list[tuple[bytes, bytes, float]]
+) -> list[float | None]:
+    """The obvious definition: input i is answered by the first output of its group counting past it."""
+    from bench.workloads import _event
+
+    def group(i: int) -> object:
+        e = _event(i)
+        if workload in ("W1", "W4"):
+            return i
+        return e.key if workload == "W2" else f"{e.key}@{e.ts - e.ts % 5_000}"
+
+    seen: dict[object, int] = {}
+    times: list[float | None] = []
+    for i in range(n):
+        g = group(i)
+        seen[g] = seen.get(g, 0) + 1
+        hit = None
+        for key, value, t in outputs:
+            if key == b"nonsense":
+                continue
+            if workload in ("W1", "W4"):
+                if json.loads(value)["id"] == i:
+                    hit = t
+                    break
+            elif key.decode() == g and struct.unpack(">q", value)[0] >= seen[g]:
+                hit = t
+                break
+        times.append(hit)
+    return times
+
+
+def _answer_times(workload: str, n: int, outputs: list[tuple[bytes, bytes, float]]) -> list[float | None]:
+    import numpy as np
+
+    from bench.workloads import answer_groups, answer_times, output_answer
+
+    groups, _expected = answer_groups(workload, n)
+    answers = [(output_answer(workload, k, v, "long"), t) for k, v, t in outputs]
+    kept = [(a, t) for a, t in answers if a is not None]
+    times = answer_times(
+        groups,
+        np.array([a[0] for a, _ in kept], dtype=np.int64),
+        np.array([a[1] for a, _ in kept], dtype=np.int64),
+        np.array([t for _, t in kept], dtype=np.float64),
+    )
+    return [None if np.isnan(t) else float(t) for t in times]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_each_input_is_answered_by_the_first_output_that_counts_it(workload: str) -> None:
+    n = 400
+    # Outputs as a system with a record cache writes them: per flush, the latest count per
+    # group (or each record, for W1/W4), flushed every 60 inputs, with one group's flush lost.
+    outputs: list[tuple[bytes, bytes, float]] = []
+    pending: dict[object, tuple[bytes, bytes]] = {}
+    counts: dict[str, int] = {}
+    from bench.workloads import _event
+
+    for i in range(n):
+        e = _event(i)
+        if workload in ("W1", "W4"):
+            if workload == "W4" or e.amount >= 50:
+                pending[i] = _encode(workload, None, {"id": i})
+        else:
+            name = e.key if workload == "W2" else f"{e.key}@{e.ts - e.ts % 5_000}"
+            counts[name] = counts.get(name, 0) + 1
+            pending[name] = _encode(workload, name, counts[name])
+        if i % 60 == 59 or i == n - 1:
+            for j, (k, v) in enumerate(pending.values()):
+                if not (i == 119 and j == 0):  # lost: its inputs wait for the group's next flush
+                    outputs.append((k, v, float(i)))
+            pending.clear()
+    outputs.append((b"nonsense", b"\x00", 999.0))  # names no group: answers nothing
+    got = _answer_times(workload, n, outputs)
+    assert got == _reference_answer_times(workload, n, outputs)
+    answered = [t for t in got if t is not None]
+    assert answered and all(t < 999.0 for t in answered)
+    # A flush answers only inputs that came before it.
+    assert all(t is None or t >= i for i, t in enumerate(got))
+
+
+def test_an_output_below_an_inputs_ordinal_does_not_answer_it() -> None:
+    from bench.workloads import _event
+
+    key = _event(0).key
+    same = [i for i in range(30_000) if _event(i).key == key][:3]  # three inputs of one key
+    n = same[-1] + 1
+    outputs = [(key.encode(), struct.pack(">q", 2), 5.0), (key.encode(), struct.pack(">q", 3), 7.0)]
+    got = _answer_times("W2", n, outputs)
+    assert [got[i] for i in same] == [5.0, 5.0, 7.0]
+    assert got[1] is None  # another key: no output named it
