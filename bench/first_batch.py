@@ -100,17 +100,19 @@ def _seconds(duration: str) -> float:
     return int(h or 0) * 3600 + int(mins or 0) * 60 + float(s or 0)
 
 
+def _jfr_events(jfr: Path, event: str) -> list[dict[str, Any]]:
+    """The field values of every ``event`` in a recording (``jfr print --json``)."""
+    out = subprocess.run(
+        ["jfr", "print", "--json", "--events", event, str(jfr)], check=True, capture_output=True, text=True
+    ).stdout
+    return [e["values"] for e in json.loads(out)["recording"]["events"]]
+
+
 def jit_seconds(jfr: Path) -> list[tuple[float, float]]:
     """(epoch ms, cumulative JIT compile seconds) from a recording's CompilerStatistics events."""
-    out = subprocess.run(
-        ["jfr", "print", "--json", "--events", "jdk.CompilerStatistics", str(jfr)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
     samples = [
-        (_iso_ms(e["values"]["startTime"]), _seconds(e["values"]["totalTimeSpent"]))
-        for e in json.loads(out)["recording"]["events"]
+        (_iso_ms(v["startTime"]), _seconds(v["totalTimeSpent"]))
+        for v in _jfr_events(jfr, "jdk.CompilerStatistics")
     ]
     return sorted(samples)
 
@@ -121,19 +123,9 @@ def compilations(jfr: Path) -> list[tuple[float, str, float]]:
     JFR's ``profile`` settings keep only compilations over 100 ms; record with
     ``jfr configure --input profile --output all.jfc jdk.Compilation#threshold=0ms`` for all.
     """
-    out = subprocess.run(
-        ["jfr", "print", "--json", "--events", "jdk.Compilation", str(jfr)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
     return [
-        (
-            _iso_ms(e["values"]["startTime"]),
-            e["values"]["method"]["type"]["name"],
-            _seconds(e["values"]["duration"]),
-        )
-        for e in json.loads(out)["recording"]["events"]
+        (_iso_ms(v["startTime"]), v["method"]["type"]["name"], _seconds(v["duration"]))
+        for v in _jfr_events(jfr, "jdk.Compilation")
     ]
 
 
