@@ -90,6 +90,7 @@ class KafkaStreams:
                 "processing.guarantee=exactly_once_v2 is not implemented on the Spark runner yet; "
                 "use at_least_once (the TopologyTestDriver accepts either)"
             )
+        _refuse_secured_clients(self._config)
         self._topology = topology
         topology.internal_builder.set_application_id(self._config.application_id())
         topology.internal_builder.validate()
@@ -252,3 +253,21 @@ class KafkaStreams:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _refuse_secured_clients(config: StreamsConfig) -> None:
+    """Refuse a non-plaintext ``security.protocol`` rather than ignore it.
+
+    Spark's Kafka source would take ``consumer.*`` settings, but the runner's
+    Python-side clients (admin, sink producer defaults, header reader, global
+    store replica) connect with ``bootstrap.servers`` alone, so a secured
+    cluster would fail later, and far from the cause.
+    """
+    for key, value in config.originals().items():
+        protocol = key == "security.protocol" or key.endswith(".security.protocol")
+        if protocol and str(value).upper() != "PLAINTEXT":
+            raise StreamsException(
+                f"{key}={value} is not supported on the Spark runner yet: its Kafka clients connect "
+                "in plaintext only (SSL and SASL are not wired through); use a PLAINTEXT listener "
+                "(the TopologyTestDriver accepts any)"
+            )

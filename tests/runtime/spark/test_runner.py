@@ -572,3 +572,15 @@ def test_close_with_a_timeout_cancels_a_longer_batch_which_runs_again_at_the_nex
     # Nothing of the cancelled batch was committed: it ran again whole (at-least-once).
     values = [r.value for r in got]
     assert values[-3:] == [b"A", b"SLOW", b"B"] and set(values) == {b"A", b"SLOW", b"B"}
+
+
+@pytest.mark.parametrize(
+    "key", ["security.protocol", "consumer.security.protocol", "producer.security.protocol"]
+)
+def test_a_secured_cluster_is_refused_not_ignored(kafka: LocalKafka, tmp_path: Path, key: str) -> None:
+    # Only Spark's source would see consumer.* settings; the runner's own clients would
+    # fail later in plaintext, far from the setting.
+    config = {**_config(kafka, tmp_path, "ssl"), key: "SASL_SSL"}
+    with pytest.raises(StreamsException, match=rf"{key}=SASL_SSL is not supported"):
+        KafkaStreams(_count_topology("a", "b"), config)
+    KafkaStreams(_count_topology("a", "b"), {**_config(kafka, tmp_path, "plain"), key: "PLAINTEXT"})
