@@ -1,8 +1,10 @@
-"""Native plans for counts: DSL operations the runner computes without the engine's store layers.
+"""Native plans for counts and reduces: DSL operations the runner computes without the engine's stores.
 
-Two operations, each only when its table goes ``toStream()`` into stateless
+Three operations, each only when its table goes ``toStream()`` into stateless
 DSL operations and sinks: ``KGroupedStream.count()``, the most common
-stateful topology there is, and ``windowedBy(TimeWindows).count()``
+stateful topology there is, ``KGroupedStream.reduce`` with ``operator.add``,
+``min`` or ``max`` over Long or Integer values (a sum, minimum or maximum,
+below), and ``windowedBy(TimeWindows).count()``
 (:mod:`kspark.runtime.spark.windowed_count`, which has its own notes).
 For the plain count Spark's own streaming aggregation keeps the
 counts (JVM, its state store) instead of the Python engine, and only the
@@ -35,6 +37,20 @@ timestamp is the record's own (a standard extractor). String keys are
 grouped as the engine stores them: invalid UTF-8 is replaced as decoding
 with replacement and re-encoding does.
 
+A reduce is lowered when its reducer is, by identity, ``operator.add``,
+``min`` or ``max`` (a Python function's body is opaque, so ``lambda a, b:
+a + b`` runs in the engine), its values are Long or Integer (big-endian two's
+complement, decoded in Spark) stored with the same serde, and a value that
+fails to deserialize would fail the engine (the default
+``log_and_fail`` handler, no dead-letter queue): a value of another size
+then fails the query with the engine's message. The result and its
+timestamp (the largest so far) are the engine's; a sum that leaves the
+range the store can serialize fails, as the engine's store fails to put it
+(``try_sum``, so Spark's ANSI setting does not matter; Integers are summed
+as 64-bit and checked in the tail). Floating-point sums are not lowered:
+their result depends on the order of additions. A sum that leaves the range
+and comes back inside one micro-batch fails only the engine.
+
 ``spark.kspark.nativeLowering=false`` turns lowering off. Lowered and not
 lowered plans keep different state, so switching needs a new
 ``application.id`` (or a reset), as any change of a stateful plan does.
@@ -42,8 +58,10 @@ lowered plans keep different state, so switching needs a new
 
 from __future__ import annotations
 
+import builtins
 import codecs
 import logging
+import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,13 +69,14 @@ from typing import TYPE_CHECKING, Any
 from kspark.config import StreamsConfig
 from kspark.kstream.internals import kstream_processors as kp
 from kspark.kstream.internals.change import Change
-from kspark.kstream.internals.ktable_processors import KStreamCount
+from kspark.kstream.internals.ktable_processors import KStreamCount, KStreamReduce
 from kspark.kstream.internals.window_aggregate import KStreamWindowAggregate
 from kspark.kstream.time_windowed_kstream import is_count
 from kspark.kstream.windowed import TimeWindow, Windowed
 from kspark.kstream.windows import EmitStrategy, TimeWindows
 from kspark.processor.api import Headers, Record
 from kspark.processor.internals.builder import InternalTopologyBuilder
+from kspark.processor.internals.exception_handlers import LogAndFailExceptionHandler
 from kspark.processor.internals.fused import FusedChain
 from kspark.processor.internals.records import ProcessorRecordContext
 from kspark.processor.internals.timestamp_extractors import (
@@ -66,7 +85,12 @@ from kspark.processor.internals.timestamp_extractors import (
     UsePartitionTimeOnInvalidTimestamp,
 )
 from kspark.serde.api import Serde
-from kspark.serde.primitives import ByteArrayDeserializer, StringDeserializer
+from kspark.serde.primitives import (
+    ByteArrayDeserializer,
+    IntegerDeserializer,
+    LongDeserializer,
+    StringDeserializer,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,6 +102,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NATIVE_LOWERING",
     "NativeCount",
+    "NativeReduce",
     "native_count",
     "store_key",
     "has_headers",
@@ -112,6 +137,23 @@ Tail = Callable[[Any, int, int, int, str, int, int, "Headers | None"], None]
 context's timestamp, topic, partition, offset, headers or None for none)."""
 
 
+_NATIVE_REDUCERS: dict[Any, str] = {operator.add: "sum", builtins.min: "min", builtins.max: "max"}
+"""Reducers Spark computes itself, by identity: ``reduce(operator.add)``, ``reduce(min)``, ``reduce(max)``."""
+
+_INT_DESERIALIZERS: dict[type, int] = {LongDeserializer: 8, IntegerDeserializer: 4}
+"""Value deserializers a native reduce decodes in Spark, with their sizes (big-endian two's complement)."""
+
+
+@dataclass(frozen=True)
+class NativeReduce:
+    """``reduce`` with a reducer Spark has (sum, min, max) over Long or Integer values."""
+
+    function: str  # "sum" | "min" | "max"
+    size: int  # 8: Long, 4: Integer
+    deserializer: str  # its name, for the error a value of another size raises
+    source: str  # the source node, for that error
+
+
 @dataclass(frozen=True)
 class NativeCount:
     """A sub-topology whose count Spark computes: the count's node and how its keys are compared."""
@@ -121,6 +163,12 @@ class NativeCount:
     key_deserializer: Any  # the store's key deserializer: the key the count forwards
     windows: TimeWindows | None = None  # a windowed count's windows (windowed_count.py)
     to_stream: str | None = None  # the count's only child when it is a plain toStream()
+    reduce: NativeReduce | None = None  # a reduce Spark computes instead of a count
+
+    @property
+    def column(self) -> str:
+        """The aggregation's result column (:func:`count_plan`)."""
+        return "count" if self.reduce is None else "aggregate"
 
     def tail(self, task: Any) -> Tail:
         """Runs what follows the count in ``task`` for one count it forwards: fused when it is a
@@ -238,7 +286,7 @@ def native_count(
     supplier = builder.processor_supplier(aggregate)
     stores = builder.node_stores(aggregate)
     windows = _count_windows(supplier)
-    if not isinstance(supplier, KStreamCount | KStreamWindowAggregate) or (
+    if not isinstance(supplier, KStreamCount | KStreamWindowAggregate | KStreamReduce) or (
         isinstance(supplier, KStreamWindowAggregate) and windows is None
     ):
         return None
@@ -258,7 +306,14 @@ def native_count(
     value_deserializer = source_info[1] or _deserializer(config.default_value_serde())
     store_key_serde = store_builder.key_serde or config.default_key_serde()
     key_kind = _kind(key_deserializer)
-    if key_kind is None or _kind(store_key_serde) != key_kind or _kind(value_deserializer) is None:
+    if key_kind is None or _kind(store_key_serde) != key_kind:
+        return None
+    reduce = None
+    if isinstance(supplier, KStreamReduce):
+        reduce = _native_reduce(supplier, value_deserializer, store_builder.value_serde, source, config)
+        if reduce is None:
+            return None
+    elif _kind(value_deserializer) is None:
         return None
     if not isinstance(source_info[2] or config.default_timestamp_extractor(), _RECORD_TIMESTAMP):
         return None
@@ -283,7 +338,38 @@ def native_count(
         store_key_serde.deserializer(),
         windows,
         to_stream=children[0] if plain else None,
+        reduce=reduce,
     )
+
+
+def _native_reduce(
+    supplier: KStreamReduce,
+    value_deserializer: Any,
+    store_value_serde: Any,
+    source: str,
+    config: StreamsConfig,
+) -> NativeReduce | None:
+    """A reduce Spark computes, when it gives exactly the engine's values and errors: a reducer of
+    :data:`_NATIVE_REDUCERS` over Long or Integer values stored with the same serde, and a failing
+    deserialization handler without a dead-letter queue (a value of the wrong size then fails the
+    query, as it fails the engine; a handler that skips it could not be asked from Spark)."""
+    size = _INT_DESERIALIZERS.get(type(value_deserializer))
+    store_value = _deserializer(store_value_serde or config.default_value_serde())
+    if size is None or type(store_value) is not type(value_deserializer):
+        return None
+    if not isinstance(config.deserialization_exception_handler(), LogAndFailExceptionHandler):
+        return None
+    if config.dead_letter_queue_topic():
+        return None
+    function = _reducer_name(supplier)
+    if function is None:
+        return None
+    return NativeReduce(function, size, type(value_deserializer).__name__, source)
+
+
+def _reducer_name(supplier: KStreamReduce) -> str | None:
+    # By identity: a user's reducer need not be hashable.
+    return next((name for f, name in _NATIVE_REDUCERS.items() if f is supplier.reducer), None)
 
 
 def _count_windows(supplier: Any) -> TimeWindows | None:
@@ -332,12 +418,56 @@ def count_plan(source: DataFrame, native: NativeCount) -> DataFrame:
     from pyspark.sql import functions as F
 
     skipped = F.col("key").isNull() | F.col("value").isNull()
+    # A reduce keeps the count too: the tail logs how many records were skipped from it.
+    reduced = [] if native.reduce is None else [_reduced(native.reduce).alias(native.column)]
     return source.groupBy(F.col("partition"), F.when(~skipped, store_key(native)).alias("key")).agg(
         F.count(F.lit(1)).alias("count"),
+        *reduced,
         F.max("timestamp").alias("timestamp"),
         F.max("offset").alias("offset"),
         F.max_by(has_headers(), "offset").alias("has_headers"),
     )
+
+
+def _reduced(reduce: NativeReduce) -> Column:
+    """Spark's sum, min or max of the decoded values (records skipped for a null key or value
+    aggregate a null, which these ignore); a value of another size fails the query as the engine's
+    deserializer fails the task."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    # Two's complement big-endian: conv with a negative target base reads the hex as signed
+    # 64-bit; 4-byte values come out unsigned and are folded back into the signed range.
+    decoded = F.conv(F.hex(value), 16, -10).cast("bigint")
+    if reduce.size == 4:
+        decoded = (F.conv(F.hex(value), 16, 10).cast("bigint") + 2**31) % 2**32 - 2**31
+    bad = F.raise_error(
+        F.concat(
+            F.lit("Deserialization exception handler is set to fail upon a deserialization error (topic="),
+            F.col("topic"),
+            F.lit(", partition="),
+            F.col("partition").cast("string"),
+            F.lit(", offset="),
+            F.col("offset").cast("string"),
+            F.lit(
+                f", source={reduce.source}: Size of data received by {reduce.deserializer} is not "
+                f"{reduce.size} (got "
+            ),
+            F.length(value).cast("string"),
+            F.lit(" bytes))."),
+        )
+    )
+    # The engine deserializes a record's value before it skips the record for a null key.
+    none = F.lit(None).cast("bigint")
+    checked = (
+        F.when(value.isNull(), none)
+        .when(F.length(value) != reduce.size, bad)
+        .when(F.col("key").isNull(), none)
+        .otherwise(decoded)
+    )
+    # try_sum: null once a sum leaves the 64-bit range, whatever spark.sql.ansi.enabled says
+    # (plain sum would wrap around with ANSI off); the tail fails on it as the engine's store does.
+    return {"sum": F.try_sum, "min": F.min, "max": F.max}[reduce.function](checked)
 
 
 class CountTail:
@@ -356,15 +486,17 @@ class CountTail:
         reader = HeaderReader.of_application(self.spec.config)
         topic = self.topic
         tails: dict[int, Tail] = {}
+        check = self._range_check()
         try:
             for batch in batches:
                 self.spec.global_replica()
                 cols = batch.to_pydict()
                 headers_of = self._read_headers(reader, cols)
-                for partition, key, count, ts, offset in zip(
+                for partition, key, count, value, ts, offset in zip(
                     cols["partition"],
                     cols["key"],
                     cols["count"],
+                    cols[self.native.column],
                     cols["timestamp"],
                     cols["offset"],
                     strict=True,
@@ -384,11 +516,34 @@ class CountTail:
                     if tail is None:
                         tail = tails[partition] = self.native.tail(task)
                     headers = headers_of.get((partition, offset)) if headers_of else None
-                    self.native.forward(tail, key, count, ts, topic, partition, offset, headers)
+                    if check is not None:
+                        check(topic, value)
+                    self.native.forward(tail, key, value, ts, topic, partition, offset, headers)
                     sender.send(task.drain_output())
         finally:
             reader.close()
         yield written_batch(sender.close())
+
+    def _range_check(self) -> Callable[[str, int | None], Any] | None:
+        """For a sum: what fails on a result the engine's store could not serialize. Spark sums
+        Integers as 64-bit, and ``try_sum`` gives null for a sum out of the 64-bit range."""
+        from kspark.errors import SerializationException
+        from kspark.serde.primitives import IntegerSerializer, LongSerializer
+
+        reduce = self.native.reduce
+        if reduce is None or reduce.function != "sum":
+            return None
+        serializer = IntegerSerializer() if reduce.size == 4 else LongSerializer()
+        name = type(serializer).__name__
+
+        def check(topic: str, value: int | None) -> None:
+            if value is None:
+                raise SerializationException(
+                    f"{name} cannot serialize the sum: out of the 64-bit signed range"
+                )
+            serializer.serialize(topic, value)
+
+        return check
 
     def _read_headers(
         self, reader: HeaderReader, cols: dict[str, list[Any]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -124,6 +125,53 @@ def test_other_aggregations_are_not_lowered() -> None:
         grouped.aggregate(lambda: 0, lambda k, v, n: n + 1, Materialized.with_(S, L)).to_stream().to("out")
 
     assert _lowered(build) == [None]
+
+
+def _reduce(reducer: Any, values: Any = None, materialized: Any = None) -> Callable[[StreamsBuilder], None]:
+    def build(b: StreamsBuilder) -> None:
+        grouped = b.stream("in", Consumed.with_(S, values or L)).group_by_key()
+        table = grouped.reduce(reducer, materialized) if materialized else grouped.reduce(reducer)
+        table.to_stream().to("out", Produced.with_(S, values or L))
+
+    return build
+
+
+@pytest.mark.parametrize(("reducer", "function"), [(operator.add, "sum"), (min, "min"), (max, "max")])
+@pytest.mark.parametrize(("values", "size"), [(L, 8), (Serdes.Integer(), 4)])
+def test_sum_min_and_max_reduces_of_long_and_integer_values_are_lowered(
+    reducer: Any, function: str, values: Any, size: int
+) -> None:
+    (native,) = _lowered(_reduce(reducer, values))
+    assert native is not None and native.reduce is not None
+    assert (native.reduce.function, native.reduce.size, native.column) == (function, size, "aggregate")
+    assert native.reduce.source == "KSTREAM-SOURCE-0000000000"
+
+
+class _Unhashable:
+    __hash__ = None  # type: ignore[assignment]
+
+    def __call__(self, a: int, b: int) -> int:
+        return a + b
+
+
+@pytest.mark.parametrize(
+    ("build", "config"),
+    [
+        (_reduce(lambda a, b: a + b), {}),  # a Python function Spark cannot see into
+        (_reduce(_Unhashable()), {}),
+        (_reduce(operator.add, Serdes.Double()), {}),  # floating-point sums depend on the order
+        (_reduce(operator.add, J), {}),
+        (_reduce(operator.add, materialized=Materialized.with_(S, Serdes.Integer())), {}),  # store serde
+        (_reduce(operator.add), {"default.deserialization.exception.handler": "log_and_continue"}),
+        (_reduce(operator.add), {"errors.dead.letter.queue.topic.name": "dlq"}),
+        (_reduce(operator.add), {"statestore.cache.max.bytes": 0}),
+        (_reduce(operator.add), {"spark.kspark.nativeLowering": "false"}),
+    ],
+)
+def test_reduces_whose_result_or_errors_could_differ_are_not_lowered(
+    build: Any, config: dict[str, Any]
+) -> None:
+    assert _lowered(build, **config) == [None]
 
 
 # Malformed UTF-8 of every kind: truncated, overlong, surrogate, beyond U+10FFFF, stray continuation.

@@ -9,6 +9,8 @@ sequences (the runner is checked against the reference interpreter).
 
 from __future__ import annotations
 
+import operator
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -441,6 +443,110 @@ def test_native_count_gives_the_engines_final_counts_timestamps_and_headers_acro
     for key, seq in got.items():
         assert set(seq) <= set(want[key]), key
     assert b"a\xef\xbf\xbd" in got and got[b"k1"][-1][0] == 10 * sum(1 for r in raw[:60] if r[0] == b"k1")
+
+
+def _reduce_topology(reducer: Any, values: Any, scale: int = 10) -> Callable[[str, str], Topology]:
+    def topology(src: str, dst: str) -> Topology:
+        b = StreamsBuilder()
+        (
+            b.stream(src, Consumed.with_(S, values))
+            .group_by_key()
+            .reduce(reducer)
+            .to_stream()
+            .map_values(lambda v: v * scale)
+            .to(dst, Produced.with_(S, L))
+        )
+        return b.build()
+
+    return topology
+
+
+@pytest.mark.parametrize(
+    ("reducer", "values", "pack"),
+    [(operator.add, Serdes.Long(), ">q"), (min, Serdes.Integer(), ">i"), (max, Serdes.Long(), ">q")],
+)
+def test_native_reduce_gives_the_engines_values_and_timestamps_across_restarts(
+    kafka: LocalKafka,
+    spark: Any,
+    topic_factory: Callable[..., str],
+    tmp_path: Path,
+    reducer: Any,
+    values: Any,
+    pack: str,
+) -> None:
+    from kspark.config import StreamsConfig
+    from kspark.runtime.spark.lowering import native_count
+
+    src, dst = topic_factory("in", partitions=3), topic_factory("out", partitions=3)
+    topology = _reduce_topology(reducer, values)
+    big = 2**55 if pack == ">q" else 2**30  # a sum of them, times 10, stays a Long
+    raw: list[tuple[Any, ...]] = []
+    for i in range(60):
+        # negative and large values: both halves of two's complement must decode
+        value = (-1) ** i * ((i * 7919) % 1000) * (big // 1000 if i % 4 == 0 else 1)
+        raw.append((f"k{i % 7}".encode(), struct.pack(pack, value), 5_000 + (i * 37) % 50))
+    raw += [(None, struct.pack(pack, 1), 6_000), (b"k1", None, 6_001)]  # skipped, as the engine does
+    builder = topology(src, dst).internal_builder.set_application_id("native-reduce")
+    config = _config(kafka, tmp_path, f"native-reduce-{reducer.__name__}")
+    native = native_count(builder, builder.node_groups()[0], StreamsConfig(config))
+    assert native is not None and native.reduce is not None
+
+    kafka.produce(src, raw[:25])
+    _run(topology(src, dst), config, spark)
+    kafka.produce(src, raw[25:])
+    _run(topology(src, dst), config, spark)
+
+    got: dict[bytes, list[tuple[int, int]]] = {}
+    for r in sorted(kafka.consume_all(dst, min_records=1, timeout=60), key=lambda r: (r.partition, r.offset)):
+        got.setdefault(r.key, []).append((L.deserializer().deserialize("", r.value), r.timestamp))
+    want: dict[bytes, list[tuple[int, int]]] = {}
+    for o in _reference_per_task(topology, src, dst, kafka.consume_all(src, min_records=len(raw))):
+        want.setdefault(o.key, []).append((o.value, o.timestamp))
+    assert {k: v[-1] for k, v in got.items()} == {k: v[-1] for k, v in want.items()}
+    for key, seq in got.items():
+        assert set(seq) <= set(want[key]), key
+    assert any(v < 0 for seq in want.values() for v, _ in seq)  # negative values decoded too
+
+
+def test_native_reduce_fails_on_a_value_of_the_wrong_size_as_the_engine_does(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    topology = _reduce_topology(operator.add, Serdes.Long())
+    # a null key does not spare it: the engine deserializes the value first
+    kafka.produce(src, [(b"k", struct.pack(">q", 5), 1), (None, b"\x01\x02\x03", 2)])
+    app = KafkaStreams(topology(src, dst), _config(kafka, tmp_path, "native-reduce-bad"), spark=spark)
+    with pytest.raises(
+        StreamsException, match=r"Size of data received by LongDeserializer is not 8 \(got 3 bytes\)"
+    ):
+        app.process_available()
+    app.close()
+    assert kafka.consume_all(dst) == []
+
+
+def test_a_native_sum_out_of_the_long_range_fails_as_the_engines_store_does(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    topology = _reduce_topology(operator.add, Serdes.Long(), scale=1)
+    big = struct.pack(">q", 2**62)
+    with TopologyTestDriver(topology(src, dst), {"application.id": "ref"}) as d:
+        inp = d.create_input_topic(src, Serdes.ByteArray(), Serdes.ByteArray())
+        inp.pipe_input(b"k", big, timestamp=1)
+        with pytest.raises(StreamsException, match="LongSerializer cannot serialize"):
+            inp.pipe_input(b"k", big, timestamp=2)
+    kafka.produce(src, [(b"k", big, 1), (b"k", big, 2)])
+    # With ANSI off Spark's plain sum would wrap around silently; the native reduce must not.
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        app = KafkaStreams(topology(src, dst), _config(kafka, tmp_path, "native-sum-overflow"), spark=spark)
+        with pytest.raises(StreamsException, match="LongSerializer cannot serialize the sum"):
+            app.process_available()
+        app.close()
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    assert kafka.consume_all(dst) == []
 
 
 def _windowed_count_topology(src: str, dst: str) -> Topology:
