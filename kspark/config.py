@@ -20,7 +20,14 @@ from typing import Any
 
 from kspark.errors import ConfigException
 
-__all__ = ["StreamsConfig", "AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "CONFIG_NAMES", "PASS_THROUGH_PREFIXES"]
+__all__ = [
+    "StreamsConfig",
+    "AT_LEAST_ONCE",
+    "EXACTLY_ONCE_V2",
+    "CONFIG_NAMES",
+    "PASS_THROUGH_PREFIXES",
+    "positive_int",
+]
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -128,6 +135,14 @@ _DEFS: dict[str, _Def] = {
 }
 
 CONFIG_NAMES: frozenset[str] = frozenset(_DEFS)
+
+
+def positive_int(key: str, value: Any) -> int:
+    """A pass-through setting (``spark.kspark.*``) that must be a positive integer, as an int."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise ConfigException(f"{key} must be a positive integer, got {value!r}")
+    return int(text)
 
 
 def _is_internal(key: str) -> bool:

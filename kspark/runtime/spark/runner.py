@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kspark.config import StreamsConfig
-from kspark.errors import ConfigException, StreamsException
+from kspark.config import StreamsConfig, positive_int
+from kspark.errors import StreamsException
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
 from kspark.runtime.spark.lowering import (
     CountTail,
@@ -85,12 +85,7 @@ def micro_batch_cap(plan: SubtopologyPlan, configured: Any, tasks: int) -> int |
     table topic would trail its stream, and stream records would miss table rows that Kafka
     Streams (which waits for partitions with known lag, KIP-695) would already have read.
     """
-    cap = None
-    if configured is not None:
-        text = str(configured).strip()
-        if isinstance(configured, bool) or not text.isdigit() or int(text) < 1:
-            raise ConfigException(f"{MAX_OFFSETS_PER_TRIGGER} must be a positive integer, got {configured!r}")
-        cap = int(text)
+    cap = None if configured is None else positive_int(MAX_OFFSETS_PER_TRIGGER, configured)
     if len(plan.source_topics) != 1:
         return None
     if cap is not None:

@@ -42,6 +42,7 @@ from kspark.processor.api import Headers
 from kspark.processor.internals.fused import FusedChain
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
+from kspark.runtime.spark.batch_input import SpilledInput, held_input, spill_rows
 from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
 from kspark.runtime.spark.kafka_io import RecordSender
 from kspark.runtime.spark.shuffle import task_of
@@ -76,6 +77,9 @@ __all__ = [
 ]
 
 TASK_INPUT_COLUMN = "kspark_task"
+
+_SPILLED_CHUNK = 10_000
+"""Rows of a spilled batch read back at once (Spark's ``arrow.maxRecordsPerBatch``: one frame's worth)."""
 """The grouping column of a stateful stage: the input partition, i.e. the task."""
 
 
@@ -268,13 +272,17 @@ def _by_topic_partition(batch: pa.RecordBatch) -> list[tuple[tuple[str, int], di
     ]
 
 
-def _input_feeds(partition: int, frames: list[pd.DataFrame]) -> list[tuple[str, Iterator[list[RawRecord]]]]:
+def _input_feeds(
+    partition: int, frames: list[pd.DataFrame] | SpilledInput
+) -> list[tuple[str, Iterator[list[RawRecord]]]]:
     """A task's micro-batch input: per topic (in name order), its records in offset order, in
     chunks of about one Arrow batch (~10,000 records), made Python objects only when taken.
 
     One input topic whose rows arrive in offset order (the usual case: one
     Kafka partition read by one Spark task): a chunk per frame as Spark gave
-    it. Otherwise the rows are sorted by offset per topic first.
+    it. Otherwise the rows are sorted by offset per topic first. A batch
+    spilled to disk (:mod:`~kspark.runtime.spark.batch_input`) is read back
+    the same way, a chunk at a time.
     """
     import pandas as pd
 
@@ -289,6 +297,10 @@ def _input_feeds(partition: int, frames: list[pd.DataFrame]) -> list[tuple[str, 
             df["headers"].tolist(),
         )
 
+    if isinstance(frames, SpilledInput):
+        return [
+            (topic, (records(topic, f) for f in chunks)) for topic, chunks in frames.topics(_SPILLED_CHUNK)
+        ]
     if not frames:
         return []
     topics = {str(t) for f in frames for t in f["topic"].unique()}
@@ -324,7 +336,7 @@ def in_offset_order(frames: list[pd.DataFrame], step: int | None = None) -> Iter
 
 
 def process_input(
-    task: StreamTask, partition: int, frames: list[pd.DataFrame], emit: Callable[[], None]
+    task: StreamTask, partition: int, frames: list[pd.DataFrame] | SpilledInput, emit: Callable[[], None]
 ) -> None:
     """Add a task's micro-batch to its queues and process it a chunk at a time, calling ``emit``
     after each chunk: only ~10,000 records per input topic are Python objects at once.
@@ -386,6 +398,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 
     def __init__(self, spec: TopologySpec) -> None:
         self.spec = spec
+        self.spill_rows = spill_rows(spec.config)  # checked here, on the driver, when the query starts
 
     def init(self, handle: Any) -> None:
         self._handle = handle
@@ -413,13 +426,16 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
-        yield self._step(task_of(int(key[0])), [f for f in rows if len(f)])
+        # Past SPILL_ROWS rows the batch waits on local disk, not as pandas frames (batch_input.py).
+        with held_input(rows, self.spill_rows) as frames:
+            result = self._step(task_of(int(key[0])), frames)
+        yield result
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         """A wall-clock punctuation is due and the task got no records this batch."""
         yield self._step(task_of(int(key[0])), [])
 
-    def _step(self, partition: int, frames: list[pd.DataFrame]) -> pd.DataFrame:
+    def _step(self, partition: int, frames: list[pd.DataFrame] | SpilledInput) -> pd.DataFrame:
         """One commit of the task: queue the batch's records, process, punctuate, persist."""
         meta, warm = self._warm_task(partition)
         try:
@@ -431,7 +447,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
             raise
 
     def _commit(
-        self, partition: int, meta: TaskMeta, warm: WarmTask, frames: list[pd.DataFrame]
+        self, partition: int, meta: TaskMeta, warm: WarmTask, frames: list[pd.DataFrame] | SpilledInput
     ) -> pd.DataFrame:
         import pandas as pd
 

@@ -690,3 +690,41 @@ def test_a_secured_cluster_is_refused_not_ignored(kafka: LocalKafka, tmp_path: P
     with pytest.raises(StreamsException, match=rf"{key}=SASL_SSL is not supported"):
         KafkaStreams(_count_topology("a", "b"), config)
     KafkaStreams(_count_topology("a", "b"), {**_config(kafka, tmp_path, "plain"), key: "PLAINTEXT"})
+
+
+def _join_topology(stream: str, table: str, dst: str) -> Topology:
+    b = StreamsBuilder()
+    users = b.table(table, Consumed.with_(S, S))
+    b.stream(stream, Consumed.with_(S, S)).join(users, lambda v, u: f"{v}/{u}").to(dst, Produced.with_(S, S))
+    return b.build()
+
+
+def test_a_join_batch_spilled_to_disk_joins_as_one_held_in_memory(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """Table updates interleave with stream records in time, so the result depends on the order
+    the task takes records in: spilling must not change it."""
+    stream, table = topic_factory("stream", partitions=2), topic_factory("table", partitions=2)
+    table_rows = [(f"u{i % 5}".encode(), f"t{i}".encode(), 1_000 + 20 * i) for i in range(40)]
+    stream_rows = [(f"u{i % 5}".encode(), f"e{i}".encode(), 1_010 + 7 * i) for i in range(120)]
+    kafka.produce(table, table_rows)
+    kafka.produce(stream, stream_rows)
+    outputs = []
+    for name, extra in (("held", {}), ("spilled", {"spark.kspark.spillRows": 3})):
+        dst = topic_factory(f"out-{name}", partitions=2)
+        _run(_join_topology(stream, table, dst), {**_config(kafka, tmp_path, f"join-{name}"), **extra}, spark)
+        by_key: dict[bytes, list[tuple[bytes, int]]] = {}
+        for r in kafka.consume_all(dst):  # a key's records come from one task, in its order
+            by_key.setdefault(r.key, []).append((r.value, r.timestamp))
+        outputs.append(by_key)
+    held, spilled = outputs
+    assert spilled == held
+    # The stream records before a key's first table row find nothing; the rest see the
+    # table as it was at their time.
+    assert held[b"u0"][:2] == [(b"e0/t0", 1010), (b"e5/t0", 1045)]
+    assert sum(len(v) for v in held.values()) == 115
+    bad = {**_config(kafka, tmp_path, "join-bad"), "spark.kspark.spillRows": 0}
+    app = KafkaStreams(_join_topology(stream, table, topic_factory("out-bad")), bad, spark=spark)
+    with pytest.raises(ConfigException, match=r"spark\.kspark\.spillRows must be a positive integer"):
+        app.process_available()
+    app.close()

@@ -1,0 +1,184 @@
+"""A stateful task's micro-batch input: held in memory up to a bound, spilled to local disk beyond.
+
+Spark hands a ``transformWithStateInPandas`` task its whole micro-batch, and
+the engine's stage must have all of it before it processes any: a topic's
+rows may arrive out of offset order (Spark's sort before the stage
+interleaves its spill runs), and with several topics (joins) the task picks
+among them by head timestamp. Held as pandas frames that is ~150 bytes a
+record, and a join cannot be capped per micro-batch (``micro_batch_cap`` in
+runner.py): a join over a 50M-record backlog read as one batch took 16.4 GB
+(docs/benchmarks.md).
+
+:func:`held_input` keeps a task's frames in memory up to :data:`SPILL_ROWS`
+rows. Beyond that it writes them, and every later frame, to Arrow IPC files
+in Spark's local directory, one file per topic, keeping only their offsets
+in memory (8 bytes a record). Read back, a topic whose offsets increase is
+read in file order, any other in the order of its offsets (the
+``in_offset_order`` of the in-memory path), one slice at a time: the
+records the engine takes are the same either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kspark.config import positive_int
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+
+__all__ = ["SPILL_ROWS", "SPILL_ROWS_CONFIG", "SpilledInput", "held_input", "spill_rows"]
+
+SPILL_ROWS = 1_000_000
+"""Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
+
+SPILL_ROWS_CONFIG = "spark.kspark.spillRows"
+"""Config key: rows of one task's micro-batch held in memory before it spills (default :data:`SPILL_ROWS`)."""
+
+_COLUMNS = ("offset", "timestamp", "key", "value", "headers")
+
+
+def spill_rows(config: Mapping[str, Any]) -> int:
+    """:data:`SPILL_ROWS_CONFIG` from an application's config; a ``ConfigException`` names a bad value."""
+    configured = config.get(SPILL_ROWS_CONFIG)
+    return SPILL_ROWS if configured is None else positive_int(SPILL_ROWS_CONFIG, configured)
+
+
+def _local_dir() -> str:
+    # Spark sets SPARK_LOCAL_DIRS for its Python workers (comma-separated); its first is where
+    # Spark itself spills.
+    return (os.environ.get("SPARK_LOCAL_DIRS") or tempfile.gettempdir()).split(",")[0]
+
+
+class SpilledInput:
+    """A task's batch in Arrow IPC files, one per topic; :meth:`topics` reads them back in order."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self.directory = tempfile.mkdtemp(prefix="kspark-batch-", dir=directory or _local_dir())
+        self.rows = 0
+        self._files: dict[str, tuple[str, Any, Any]] = {}  # topic -> (path, file, IPC writer)
+        self._offsets: dict[str, list[Any]] = {}
+
+    def add(self, frame: pd.DataFrame) -> None:
+        """Append a frame's rows (any topics) to their topics' files."""
+        topics = frame["topic"]
+        first = topics.iat[0]
+        parts = [(first, frame)] if (topics == first).all() else list(frame.groupby("topic", sort=False))
+        for topic, part in parts:
+            self._writer(str(topic)).write_batch(_to_arrow(part))
+            self._offsets[str(topic)].append(part["offset"].to_numpy(dtype="int64", copy=True))
+        self.rows += len(frame)
+
+    def _writer(self, topic: str) -> Any:
+        import pyarrow as pa
+
+        entry = self._files.get(topic)
+        if entry is None:
+            path = os.path.join(self.directory, f"{len(self._files)}.arrow")
+            sink = pa.OSFile(path, "wb")
+            entry = self._files[topic] = (path, sink, pa.ipc.new_file(sink, _schema()))
+            self._offsets[topic] = []
+        return entry[2]
+
+    def topics(self, step: int) -> list[tuple[str, Iterator[pd.DataFrame]]]:
+        """Per topic, in name order: its rows in offset order, ``step`` rows a frame."""
+        import numpy as np
+        import pyarrow as pa
+
+        self._finish()
+        out = []
+        for topic in sorted(self._files):
+            table = pa.ipc.open_file(pa.memory_map(self._files[topic][0])).read_all()
+            offsets = np.concatenate(self._offsets[topic])
+            order = None if bool((offsets[1:] > offsets[:-1]).all()) else np.argsort(offsets, kind="stable")
+            out.append((topic, _frames(table, order, step)))
+        return out
+
+    def _finish(self) -> None:
+        for _path, sink, writer in self._files.values():
+            if not sink.closed:
+                writer.close()
+                sink.close()
+
+    def close(self) -> None:
+        """Close and remove the files."""
+        try:
+            self._finish()
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("offset", pa.int64()),
+            ("timestamp", pa.int64()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers", pa.binary()),  # Spark's header list, pickled; null for none
+        ]
+    )
+
+
+def _to_arrow(part: pd.DataFrame) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    headers = [None if h is None or len(h) == 0 else pickle.dumps(h) for h in part["headers"]]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(part["offset"].to_numpy(dtype="int64")),
+            pa.array(part["timestamp"].to_numpy(dtype="int64")),
+            pa.array(part["key"].tolist(), pa.binary()),
+            pa.array(part["value"].tolist(), pa.binary()),
+            pa.array(headers, pa.binary()),
+        ],
+        schema=_schema(),
+    )
+
+
+def _frames(table: pa.Table, order: Any, step: int) -> Iterator[pd.DataFrame]:
+    import pandas as pd
+
+    for start in range(0, table.num_rows, step):
+        chunk = table.slice(start, step) if order is None else table.take(order[start : start + step])
+        frame = pd.DataFrame({name: chunk.column(name).to_pylist() for name in _COLUMNS})
+        frame["headers"] = [None if h is None else pickle.loads(h) for h in frame["headers"]]
+        yield frame
+
+
+@contextlib.contextmanager
+def held_input(
+    frames: Iterable[pd.DataFrame], spill_rows: int = SPILL_ROWS
+) -> Iterator[list[pd.DataFrame] | SpilledInput]:
+    """A task's non-empty frames as a list, or, past ``spill_rows`` rows, as a :class:`SpilledInput`
+    whose files are removed when the block ends."""
+    held: list[pd.DataFrame] = []
+    rows = 0
+    spilled: SpilledInput | None = None
+    try:
+        for frame in frames:
+            if not len(frame):
+                continue
+            if spilled is not None:
+                spilled.add(frame)
+                continue
+            held.append(frame)
+            rows += len(frame)
+            if rows > spill_rows:
+                spilled = SpilledInput()
+                for f in held:
+                    spilled.add(f)
+                held = []
+        yield held if spilled is None else spilled
+    finally:
+        if spilled is not None:
+            spilled.close()
