@@ -87,18 +87,19 @@ class SpilledInput:
             self._offsets[topic] = []
         return entry[2]
 
-    def topics(self, step: int) -> list[tuple[str, Iterator[pd.DataFrame]]]:
-        """Per topic, in name order: its rows in offset order, ``step`` rows a frame."""
+    def topics(self, step: int) -> list[tuple[str, Iterator[dict[str, list[Any]]]]]:
+        """Per topic, in name order: its rows in offset order as column lists, about ``step`` rows
+        a chunk (in file order: the frames as they were added)."""
         import numpy as np
-        import pyarrow as pa
 
         self._finish()
         out = []
         for topic in sorted(self._files):
-            table = pa.ipc.open_file(pa.memory_map(self._files[topic][0])).read_all()
             offsets = np.concatenate(self._offsets[topic])
-            order = None if bool((offsets[1:] > offsets[:-1]).all()) else np.argsort(offsets, kind="stable")
-            out.append((topic, _frames(table, order, step)))
+            in_order = bool((offsets[1:] > offsets[:-1]).all())
+            path = self._files[topic][0]
+            chunks = _in_file_order(path) if in_order else _sorted(path, offsets, step)
+            out.append((topic, chunks))
         return out
 
     def _finish(self) -> None:
@@ -132,27 +133,57 @@ def _schema() -> pa.Schema:
 def _to_arrow(part: pd.DataFrame) -> pa.RecordBatch:
     import pyarrow as pa
 
-    headers = [None if h is None or len(h) == 0 else pickle.dumps(h) for h in part["headers"]]
+    raw_headers = part["headers"]
+    if raw_headers.isna().all():
+        headers = pa.nulls(len(part), pa.binary())
+    else:
+        headers = pa.array(
+            [None if h is None or len(h) == 0 else pickle.dumps(h) for h in raw_headers], pa.binary()
+        )
     return pa.RecordBatch.from_arrays(
         [
             pa.array(part["offset"].to_numpy(dtype="int64")),
             pa.array(part["timestamp"].to_numpy(dtype="int64")),
-            pa.array(part["key"].tolist(), pa.binary()),
-            pa.array(part["value"].tolist(), pa.binary()),
-            pa.array(headers, pa.binary()),
+            pa.array(part["key"].to_numpy(), pa.binary(), from_pandas=True),
+            pa.array(part["value"].to_numpy(), pa.binary(), from_pandas=True),
+            headers,
         ],
         schema=_schema(),
     )
 
 
-def _frames(table: pa.Table, order: Any, step: int) -> Iterator[pd.DataFrame]:
-    import pandas as pd
+def _columns(batch: pa.RecordBatch | pa.Table) -> dict[str, list[Any]]:
+    cols = {name: batch.column(name).to_pylist() for name in _COLUMNS if name != "headers"}
+    headers = batch.column("headers")
+    cols["headers"] = (
+        [None] * len(headers)
+        if headers.null_count == len(headers)
+        else [None if h is None else pickle.loads(h) for h in headers.to_pylist()]
+    )
+    return cols
 
-    for start in range(0, table.num_rows, step):
-        chunk = table.slice(start, step) if order is None else table.take(order[start : start + step])
-        frame = pd.DataFrame({name: chunk.column(name).to_pylist() for name in _COLUMNS})
-        frame["headers"] = [None if h is None else pickle.loads(h) for h in frame["headers"]]
-        yield frame
+
+def _in_file_order(path: str) -> Iterator[dict[str, list[Any]]]:
+    """A file's batches one by one, read from the file (not mapped: pages read stay reclaimable
+    and do not add up in the process's memory)."""
+    import pyarrow as pa
+
+    with pa.OSFile(path, "rb") as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield _columns(reader.get_batch(i))
+
+
+def _sorted(path: str, offsets: Any, step: int) -> Iterator[dict[str, list[Any]]]:
+    """A file's rows in the order of their offsets, ``step`` at a time (random access: mapped)."""
+    import numpy as np
+    import pyarrow as pa
+
+    order = np.argsort(offsets, kind="stable")
+    with pa.memory_map(path) as source:
+        table = pa.ipc.open_file(source).read_all()
+        for start in range(0, table.num_rows, step):
+            yield _columns(table.take(order[start : start + step]))
 
 
 @contextlib.contextmanager

@@ -299,7 +299,16 @@ def _input_feeds(
 
     if isinstance(frames, SpilledInput):
         return [
-            (topic, (records(topic, f) for f in chunks)) for topic, chunks in frames.topics(_SPILLED_CHUNK)
+            (
+                topic,
+                (
+                    _raw_records(
+                        topic, partition, c["offset"], c["timestamp"], c["key"], c["value"], c["headers"]
+                    )
+                    for c in chunks
+                ),
+            )
+            for topic, chunks in frames.topics(_SPILLED_CHUNK)
         ]
     if not frames:
         return []
