@@ -77,10 +77,10 @@ __all__ = [
 ]
 
 TASK_INPUT_COLUMN = "kspark_task"
+"""The grouping column of a stateful stage: the input partition, i.e. the task."""
 
 _SPILLED_CHUNK = 10_000
 """Rows of a spilled batch read back at once (Spark's ``arrow.maxRecordsPerBatch``: one frame's worth)."""
-"""The grouping column of a stateful stage: the input partition, i.e. the task."""
 
 
 def kafka_headers(raw: Any) -> Headers:
