@@ -13,7 +13,6 @@ problem; the runtime adds the topic and offset.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import struct
@@ -22,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from kspark.errors import SerializationException
+from kspark.serde import _json
 from kspark.serde.api import Deserializer, Serde, Serializer
 
 __all__ = [
@@ -370,23 +370,21 @@ class VoidDeserializer(Deserializer[None]):
 # -- JSON (kspark's own) -------------------------------------------------------
 
 
-# One encoder for every record: ``json.dumps`` with options builds a new one per call (~40% of its cost).
-_JSON_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
 class JsonSerializer(Serializer[Any]):
     """Compact UTF-8 JSON (no spaces, non-ASCII kept as UTF-8, NaN/Infinity refused).
 
     Not a Kafka built-in: kspark's convenience for dict/list/str/number
     values. Any JSON reader (Jackson, ``json.loads``) reads the bytes.
+    Encoded with orjson where that gives the standard library's value
+    (``kspark/serde/_json.py`` says where the two differ and how it is kept).
     """
 
     def serialize(self, topic: str | None, data: Any) -> bytes | None:
         if data is None:
             return None
         try:
-            return _JSON_ENCODER.encode(data).encode("utf-8")
-        except (TypeError, ValueError) as e:
+            return _json.encode(data)
+        except (TypeError, ValueError, RecursionError) as e:
             raise SerializationException(
                 f"JsonSerializer cannot serialize a value of type {type(data).__name__}: {e}"
             ) from e
@@ -398,8 +396,8 @@ class JsonDeserializer(Deserializer[Any]):
             return None
         raw = _as_bytes("JsonDeserializer", data)
         try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
+            return _json.decode(raw)
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
             raise SerializationException(
                 f"JsonDeserializer cannot parse {len(raw)} bytes as UTF-8 JSON: {e}"
             ) from e
