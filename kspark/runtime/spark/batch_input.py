@@ -15,9 +15,13 @@ in Spark's local directory, one file per topic, keeping only their offsets
 in memory (8 bytes a record). Read back, a topic whose offsets increase is
 read in file order, any other in the order of its offsets (the
 ``in_offset_order`` of the in-memory path), one slice at a time: the
-records the engine takes are the same either way. Only a topic read in
-order keeps its memory bounded; one Spark handed over out of order (its
-sort before the stage spilled) is sorted from one Arrow copy of its rows.
+records the engine takes are the same either way. A topic Spark handed
+over out of order (its sort before the stage spilled: each of the sort's
+runs is in offset order, the merge interleaves them) is first split, in
+one pass over its file, into files of consecutive offset ranges of
+:data:`BUCKET_ROWS` rows each, then read one range at a time, sorted in
+memory. Either way a topic read back holds a frame's rows (in order) or
+about a bucket's (out of order) at a time, never its whole batch.
 """
 
 from __future__ import annotations
@@ -36,13 +40,22 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["SPILL_ROWS", "SPILL_ROWS_CONFIG", "SpilledInput", "held_input", "spill_rows"]
+__all__ = ["BUCKET_ROWS", "SPILL_ROWS", "SPILL_ROWS_CONFIG", "SpilledInput", "held_input", "spill_rows"]
 
 SPILL_ROWS = 1_000_000
 """Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
 
 SPILL_ROWS_CONFIG = "spark.kspark.spillRows"
 """Config key: rows of one task's micro-batch held in memory before it spills (default :data:`SPILL_ROWS`)."""
+
+BUCKET_ROWS = 500_000
+"""Rows of a topic read back out of offset order that are sorted in memory at once: ~50 MB as
+Arrow, ~100 MB while a bucket's batches are joined, under the ~150 MB of :data:`SPILL_ROWS` as
+pandas. Raised when a topic would need more than :data:`_MAX_BUCKETS` files; each bucket costs a
+write per file batch whose rows fall in it, so much smaller buckets make the pass slower."""
+
+_MAX_BUCKETS = 256
+"""Bucket files one topic's pass may hold open at once (one descriptor each)."""
 
 _COLUMNS = ("offset", "timestamp", "key", "value", "headers")
 
@@ -62,8 +75,9 @@ def _local_dir() -> str:
 class SpilledInput:
     """A task's batch in Arrow IPC files, one per topic; :meth:`topics` reads them back in order."""
 
-    def __init__(self, directory: str | None = None) -> None:
+    def __init__(self, directory: str | None = None, bucket_rows: int = BUCKET_ROWS) -> None:
         self.directory = tempfile.mkdtemp(prefix="kspark-batch-", dir=directory or _local_dir())
+        self.bucket_rows = bucket_rows
         self.rows = 0
         self._files: dict[str, tuple[str, Any, Any]] = {}  # topic -> (path, file, IPC writer)
         self._offsets: dict[str, list[Any]] = {}
@@ -90,8 +104,9 @@ class SpilledInput:
         return entry[2]
 
     def topics(self, step: int) -> list[tuple[str, Iterator[dict[str, list[Any]]]]]:
-        """Per topic, in name order: its rows in offset order as column lists, about ``step`` rows
-        a chunk (in file order: the frames as they were added)."""
+        """Per topic, in name order: its rows in offset order as column lists: a chunk per frame
+        added when they were added in offset order, else ``step`` rows a chunk (the last of each
+        bucket of :attr:`bucket_rows` rows may be shorter, never when no offset repeats)."""
         import numpy as np
 
         self._finish()
@@ -100,7 +115,7 @@ class SpilledInput:
             offsets = np.concatenate(self._offsets[topic])
             in_order = bool((offsets[1:] > offsets[:-1]).all())
             path = self._files[topic][0]
-            chunks = _in_file_order(path) if in_order else _sorted(path, offsets, step)
+            chunks = _in_file_order(path) if in_order else _sorted(path, offsets, step, self.bucket_rows)
             out.append((topic, chunks))
         return out
 
@@ -176,20 +191,84 @@ def _in_file_order(path: str) -> Iterator[dict[str, list[Any]]]:
             yield _columns(reader.get_batch(i))
 
 
-def _sorted(path: str, offsets: Any, step: int) -> Iterator[dict[str, list[Any]]]:
+def _sorted(path: str, offsets: Any, step: int, bucket_rows: int) -> Iterator[dict[str, list[Any]]]:
+    """A file's rows in the order of their ``offsets`` (the file's, in file order), ``step`` at a
+    time, holding about ``bucket_rows`` of them at once.
+
+    A file of more rows than that is split first, in one pass over it in file order, into
+    bucket files beside it: bucket ``k`` takes the rows of ranks ``k * bucket_rows`` up to the
+    next in offset order (rows of one offset go to one bucket; they keep their file order, as
+    a stable sort would). Then each bucket in turn is read and sorted (:func:`_sorted_file`)
+    and its file removed. ``bucket_rows`` is a multiple of ``step``, so without repeated
+    offsets the chunks are the ``step``-row slices of the whole sorted file.
+    """
+    import numpy as np
+
+    rows = len(offsets)
+    bucket_rows = max(bucket_rows, -(-rows // _MAX_BUCKETS))
+    bucket_rows = -(-bucket_rows // step) * step
+    if rows <= bucket_rows:
+        del offsets  # the file's own are read with its rows
+        yield from _sorted_file(path, step)
+        return
+    # A bucket's first offset (after the first bucket's): rows from one up to the next go to it.
+    bounds = np.sort(offsets)[bucket_rows::bucket_rows].copy()
+    del offsets  # 8 bytes a row, as the sorted copy was
+    stem = os.path.splitext(path)[0]
+    buckets = [f"{stem}.{k}.arrow" for k in range(len(bounds) + 1)]
+    _split(path, bounds, buckets)
+    for bucket in buckets:
+        yield from _sorted_file(bucket, step)
+        os.remove(bucket)
+
+
+def _split(path: str, bounds: Any, buckets: list[str]) -> None:
+    """The rows of the file at ``path``, read batch by batch (not mapped, as
+    :func:`_in_file_order`), appended in file order to the ``buckets`` their offsets fall in
+    among ``bounds``."""
+    import numpy as np
+    import pyarrow as pa
+
+    with contextlib.ExitStack() as stack:
+        writers = []
+        for bucket in buckets:
+            sink = stack.enter_context(pa.OSFile(bucket, "wb"))
+            writers.append(stack.enter_context(pa.ipc.new_file(sink, _schema())))
+        source = stack.enter_context(pa.OSFile(path, "rb"))
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            if not batch.num_rows:
+                continue
+            which = np.searchsorted(bounds, batch.column("offset").to_numpy(), side="right")
+            counts = np.bincount(which, minlength=len(buckets))
+            if counts.max() == batch.num_rows:  # all in one bucket: no gather
+                writers[int(which[0])].write_batch(batch)
+                continue
+            # One gather puts the batch's rows bucket by bucket (in file order within one); each
+            # bucket's rows are then a slice of it.
+            grouped = batch.take(np.argsort(which, kind="stable"))
+            start = 0
+            for k in np.flatnonzero(counts):
+                writers[k].write_batch(grouped.slice(start, int(counts[k])))
+                start += int(counts[k])
+
+
+def _sorted_file(path: str, step: int) -> Iterator[dict[str, list[Any]]]:
     """A file's rows in the order of their offsets, ``step`` at a time.
 
     The rows are gathered from one contiguous copy of the file (Arrow's ``take`` over the
     file's hundreds of record batches concatenated them at every call: 20% of a W4 run's
-    Python samples), so a batch Spark handed over out of order is held once, as Arrow
-    (~100 bytes a W4 record against pandas' ~150), while it is read.
+    Python samples); the file is one of :func:`_sorted`'s buckets, or a topic no larger, so the
+    copy is of about ``bucket_rows`` rows at most (~100 bytes a W4 record as Arrow against
+    pandas' ~150).
     """
     import numpy as np
     import pyarrow as pa
 
-    order = np.argsort(offsets, kind="stable")
     with pa.OSFile(path, "rb") as source:
         table = pa.ipc.open_file(source).read_all().combine_chunks()
+    order = np.argsort(table.column("offset").to_numpy(), kind="stable")
     for start in range(0, table.num_rows, step):
         yield _columns(table.take(order[start : start + step]))
 
