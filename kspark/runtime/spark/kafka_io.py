@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord
+from kspark.runtime.spark.warm_pool import WarmPool
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -106,7 +106,6 @@ def producer_config(bootstrap_servers: str, extra: Mapping[str, Any] | None = No
     return conf
 
 
-_IDLE_PRODUCER_SECONDS = 60.0
 _LOG = logging.getLogger("kspark.producer")
 
 
@@ -117,7 +116,6 @@ class _WarmProducer:
         from confluent_kafka import Producer
 
         self.errors: list[str] = []
-        self.idle_timer: threading.Timer | None = None
         # Delivery reports for failed records only: a Python callback per delivered
         # record was a tenth of the sink's cost, and success needs no action here.
         # librdkafka's log lines through Python logging are served by poll()/flush()
@@ -138,31 +136,8 @@ class _WarmProducer:
             self.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
 
 
-_WARM_LOCK = threading.Lock()
-_WARM: dict[str, _WarmProducer] = {}  # by config; only producers no task is using
-
-
-def _borrow(key: str, conf: Mapping[str, Any]) -> _WarmProducer:
-    with _WARM_LOCK:
-        warm = _WARM.pop(key, None)
-    if warm is None:
-        return _WarmProducer(conf)
-    if warm.idle_timer is not None:
-        warm.idle_timer.cancel()
-    return warm
-
-
-def _give_back(key: str, warm: _WarmProducer) -> None:
-    def evict() -> None:
-        with _WARM_LOCK:
-            if _WARM.get(key) is warm:
-                del _WARM[key]  # the last reference: librdkafka's client is destroyed
-
-    warm.idle_timer = threading.Timer(_IDLE_PRODUCER_SECONDS, evict)
-    warm.idle_timer.daemon = True
-    with _WARM_LOCK:
-        _WARM[key] = warm
-    warm.idle_timer.start()
+PRODUCERS: WarmPool[_WarmProducer] = WarmPool(60.0)
+"""This worker's idle producers by configuration (dropping the last reference destroys one)."""
 
 
 class RecordSender:
@@ -189,7 +164,7 @@ class RecordSender:
         self._warm: _WarmProducer | None = None
 
     def _open(self) -> Any:
-        self._warm = _borrow(self._key, self.conf)
+        self._warm = PRODUCERS.borrow(self._key, lambda: _WarmProducer(self.conf))
         return self._warm.producer
 
     def send(self, records: Iterable[OutputRecord]) -> None:
@@ -220,7 +195,7 @@ class RecordSender:
             raise StreamsException(f"{remaining} records were not delivered to Kafka within 120 s")
         if warm.errors:
             raise StreamsException(f"Kafka rejected {len(warm.errors)} records, first: {warm.errors[0]}")
-        _give_back(self._key, warm)
+        PRODUCERS.give_back(self._key, warm)
         return self.written
 
 

@@ -2,8 +2,10 @@
 
 One streaming query per sub-topology. Sub-topologies are joined by their
 repartition topics in Kafka, exactly as Kafka Streams joins them; a query
-that has nothing but stateless processors runs them in ``mapInArrow`` with
-no shuffle, one with state stores groups its input by task
+that has nothing but stateless processors reads its input in the Python
+workers and runs them there (:mod:`kspark.runtime.spark.direct_source`; or,
+with ``spark.kspark.directRead=false``, in ``mapInArrow`` over Spark's Kafka
+source), one with state stores groups its input by task
 (:mod:`kspark.runtime.spark.tasks`), a plain ``count()`` is computed by
 Spark's own streaming aggregation (:mod:`kspark.runtime.spark.lowering`) and a
 windowed count by a stage of its own (:mod:`kspark.runtime.spark.windowed_count`).
@@ -30,8 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kspark.config import StreamsConfig, positive_int
+from kspark.config import StreamsConfig, boolean, positive_int
 from kspark.errors import StreamsException
+from kspark.runtime.spark.direct_source import DIRECT_READ, SOURCE_NAME, DirectPlan, direct_consumer_settings
+from kspark.runtime.spark.direct_source import register as register_direct_source
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
 from kspark.runtime.spark.lowering import (
     CountTail,
@@ -41,6 +45,7 @@ from kspark.runtime.spark.lowering import (
     native_count,
     store_key,
 )
+from kspark.runtime.spark.partition_reader import consumer_config
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
 from kspark.runtime.spark.windowed_count import WindowedCountStage
@@ -149,6 +154,8 @@ class _RunBatch:
     ``stopping``: set by :meth:`SparkRunner.stop`; a batch that fails while it
     is set was cancelled by the stop and says so in the shape Spark expects.
     ``idle`` and ``last_done`` let the stop wait for a running batch.
+    ``records_read``: input records of the batches so far, when the rows say
+    (a direct read's do, direct_source.py; Spark's ``numInputRows`` counts its rows).
     """
 
     def __init__(
@@ -163,6 +170,7 @@ class _RunBatch:
         self.idle = threading.Event()
         self.idle.set()
         self.last_done = -1  # the last batch id this function returned from
+        self.records_read: int | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.idle.clear()
@@ -170,11 +178,14 @@ class _RunBatch:
             if self.tail is not None:
                 df = df.mapInArrow(self.tail, WRITTEN_DDL)
             try:
-                written = sum(int(r["written"]) for r in df.collect())
+                rows = df.collect()
             except Exception:
                 if self.stopping.is_set():
                     raise _StoppedDuringBatch(_STOPPED_MESSAGE.format(batch_id=batch_id)) from None
                 raise
+            written = sum(int(r["written"]) for r in rows)
+            if "records" in df.columns:
+                self.records_read = (self.records_read or 0) + sum(int(r["records"]) for r in rows)
             if self.on_batch is not None:
                 self.on_batch(batch_id, written)
             self.last_done = batch_id
@@ -274,7 +285,8 @@ class SparkRunner:
         """The query's streaming DataFrame and the ``foreachBatch`` tail to run over its rows (or None)."""
         from pyspark.sql import functions as F
 
-        options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
+        consumer = self.config.prefixed("consumer.")
+        options = {f"kafka.{k}": str(v) for k, v in consumer.items()}
         max_offsets = self.config.get(MAX_OFFSETS_PER_TRIGGER)
         cap = micro_batch_cap(plan, max_offsets, self.task_count(plan))
         if cap is not None:
@@ -287,26 +299,25 @@ class SparkRunner:
                 len(plan.source_topics),
             )
         reset = str(self.config.get("auto.offset.reset") or "earliest")
-        source = read_kafka(
-            self.spark,
-            ",".join(self.config.bootstrap_servers()),
-            {t: self.partitions[t] for t in plan.source_topics},
-            starting_offsets="latest" if reset == "latest" else "earliest",
-            options=options,
-        )
+        bootstrap = ",".join(self.config.bootstrap_servers())
         spec = TopologySpec(
             self.topology,
             self.config.originals(),
             plan.subtopology,
             self._changelog_topics(),
             self.instance,
-            producer_config(
-                ",".join(self.config.bootstrap_servers()),
-                {k: v for k, v in self.config.prefixed("producer.").items()},
-            ),
+            producer_config(bootstrap, {k: v for k, v in self.config.prefixed("producer.").items()}),
             timers=continuous,
             has_global_stores=bool(self.builder.global_store_names()),
         )
+        partitions = {t: self.partitions[t] for t in plan.source_topics}
+        starting = "latest" if reset == "latest" else "earliest"
+        settings = self.direct_read_settings(plan)
+        if settings is not None:
+            direct = DirectPlan(bootstrap, partitions, starting, cap, settings, spec)
+            register_direct_source(self.spark)
+            return self.spark.readStream.format(SOURCE_NAME).options(**direct.options()).load(), None
+        source = read_kafka(self.spark, bootstrap, partitions, starting_offsets=starting, options=options)
         if not plan.stateful:
             return source.mapInArrow(StatelessStage(spec), WRITTEN_DDL), None
         # Task p is grouped under a key that Spark's hash places in shuffle partition p (shuffle.py).
@@ -343,6 +354,19 @@ class SparkRunner:
             )
         )
         return stage, None
+
+    def direct_read_settings(self, plan: SubtopologyPlan) -> dict[str, Any] | None:
+        """The librdkafka settings with which the Python workers read a stateless sub-topology's
+        input (direct_source.py), or None when Spark's Kafka source reads it: a stateful one,
+        ``spark.kspark.directRead=false``, or ``consumer.*`` settings librdkafka does not know."""
+        enabled = boolean(DIRECT_READ, self.config.get(DIRECT_READ), True)  # checked for every plan
+        if plan.stateful or not enabled:
+            return None
+        settings = direct_consumer_settings(self.config.prefixed("consumer."))
+        if settings is None:
+            return None
+        group = f"{self.config.application_id()}-kspark-reader"
+        return consumer_config(",".join(self.config.bootstrap_servers()), group, settings)
 
     def task_count(self, plan: SubtopologyPlan) -> int:
         """Tasks of a sub-topology: one per partition of its widest input topic, as in Kafka Streams."""
@@ -393,7 +417,9 @@ class SparkRunner:
                     raise StreamsException(f"{plan.query_name} failed: {_first_line(e)}") from e
                 finally:
                     self.queries.remove(query)
-                moved += sum(int(p.get("numInputRows", 0)) for p in query.recentProgress)
+                read = self._batch_functions[plan.query_name].records_read
+                rows = sum(int(p["numInputRows"]) for p in query.recentProgress)
+                moved += read if read is not None else rows
             total += moved
             if moved == 0 or len(plans) == 1:
                 break

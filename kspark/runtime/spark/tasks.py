@@ -5,9 +5,10 @@ splits it; a sub-topology over input partition ``p`` is the task ``<id>_<p>``.
 The Spark runner runs the very same engine as the test driver
 (:class:`kspark.processor.internals.task.StreamTask`) inside Spark:
 
-* :class:`StatelessStage` (``mapInArrow``) for a sub-topology without state
-  stores or punctuation: no shuffle, Spark's partition of a Kafka
-  topic-partition is the task's input.
+* :func:`process_stateless` for a sub-topology without state stores: no
+  shuffle, a Kafka topic-partition's records are the task's input, read in
+  the worker (:mod:`~kspark.runtime.spark.direct_source`) or handed over by
+  Spark's Kafka source (:class:`StatelessStage`, ``mapInArrow``).
 * :class:`TaskStage` (``transformWithStateInPandas`` grouped by the task,
   :mod:`kspark.runtime.spark.shuffle`) for a sub-topology with stores. The
   grouping key is the *task*, not the record key, so one call per task per
@@ -57,6 +58,7 @@ __all__ = [
     "TASK_INPUT_COLUMN",
     "kafka_headers",
     "warm_stateless_task",
+    "process_stateless",
     "written_batch",
     "TopologySpec",
     "StatelessStage",
@@ -98,10 +100,12 @@ def _raw_records(
     keys: list[Any],
     values: list[Any],
     headers: list[Any],
+    to_headers: Callable[[Any], Headers] = kafka_headers,
 ) -> list[RawRecord]:
-    """The records of one topic-partition, from column lists (Arrow's or pandas' ``tolist()``)."""
+    """The records of one topic-partition, from column lists (Arrow's or pandas' ``tolist()``;
+    ``to_headers`` turns one record's headers as given, None for none, into ``Headers``)."""
     return [
-        RawRecord(topic, partition, o, t, k, v, kafka_headers(h))
+        RawRecord(topic, partition, o, t, k, v, to_headers(h))
         for o, t, k, v, h in zip(offsets, timestamps, keys, values, headers, strict=True)
     ]
 
@@ -241,14 +245,33 @@ class StatelessStage:
         for batch in batches:
             self.spec.global_replica()
             for (topic, partition), cols in _by_topic_partition(batch):
-                warm = warm_stateless_task(self.spec, partition)
                 columns = (cols["offset"], cols["timestamp"], cols["key"], cols["value"], cols["headers"])
-                if warm.fused is not None:
-                    warm.fused.process(topic, partition, *columns, kafka_headers)
-                else:
-                    warm.task.add_records(topic, partition, _raw_records(topic, partition, *columns))
-                sender.send(_run(warm.task))
+                process_stateless(self.spec, sender, topic, partition, *columns, kafka_headers)
         yield written_batch(sender.close())
+
+
+def process_stateless(
+    spec: TopologySpec,
+    sender: RecordSender,
+    topic: str,
+    partition: int,
+    offsets: list[int],
+    timestamps: list[int],
+    keys: list[Any],
+    values: list[Any],
+    headers: list[Any],
+    to_headers: Callable[[Any], Headers],
+) -> None:
+    """Records of one topic-partition, in offset order, through a stateless sub-topology's task
+    (fused when it is a chain), and its output to ``sender``. ``headers`` holds each record's
+    headers as the reader has them, ``to_headers`` makes ``Headers`` of one (None included)."""
+    warm = warm_stateless_task(spec, partition)
+    if warm.fused is not None:
+        warm.fused.process(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
+    else:
+        records = _raw_records(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
+        warm.task.add_records(topic, partition, records)
+    sender.send(_run(warm.task))
 
 
 def _by_topic_partition(batch: pa.RecordBatch) -> list[tuple[tuple[str, int], dict[str, list[Any]]]]:

@@ -59,18 +59,18 @@ def test_a_delivery_failure_raises_and_its_producer_is_not_reused(
 def test_an_idle_producer_is_closed(
     kafka: LocalKafka, topic_factory: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(kafka_io, "_IDLE_PRODUCER_SECONDS", 0.2)
+    monkeypatch.setattr(kafka_io.PRODUCERS, "idle_seconds", 0.2)
     topic = topic_factory("idle", partitions=1)
     conf = producer_config(kafka.bootstrap_servers, {"client.id": f"idle-{topic}"})
     sender = RecordSender(conf)
     sender.send(_records(topic, 0, 1))
     assert sender.close() == 1
     key = sender._key
-    assert key in kafka_io._WARM
+    assert key in kafka_io.PRODUCERS
     deadline = time.monotonic() + 10
-    while key in kafka_io._WARM and time.monotonic() < deadline:
+    while key in kafka_io.PRODUCERS and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert key not in kafka_io._WARM
+    assert key not in kafka_io.PRODUCERS
 
 
 @pytest.mark.parametrize("seek_gap", [0, 3, 10_000])

@@ -25,6 +25,7 @@ class _Batch:
     def __init__(self, rows: list[dict[str, int]] | None = None, error: Exception | None = None) -> None:
         self.rows = rows or []
         self.error = error
+        self.columns = list(self.rows[0]) if self.rows else ["written"]
 
     def collect(self) -> list[dict[str, int]]:
         if self.error is not None:
@@ -45,6 +46,14 @@ def test_a_batch_counts_its_output_and_reports_it() -> None:
     run = _RunBatch(lambda batch, written: seen.append((batch, written)))
     run(_Batch([{"written": 2}, {"written": 3}]), 7)  # type: ignore[arg-type]
     assert seen == [(7, 5)] and run.last_done == 7 and run.idle.is_set()
+    assert run.records_read is None  # Spark's progress counts these batches' input
+
+
+def test_a_direct_reads_batches_count_the_records_read() -> None:
+    run = _RunBatch(None)
+    run(_Batch([{"records": 10, "written": 2}, {"records": 5, "written": 0}]), 0)  # type: ignore[arg-type]
+    run(_Batch([{"records": 1, "written": 1}]), 1)  # type: ignore[arg-type]
+    assert run.records_read == 16
 
 
 def test_a_failure_while_running_is_the_failure_itself() -> None:

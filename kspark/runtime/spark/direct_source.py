@@ -1,0 +1,279 @@
+"""Stateless sub-topologies read Kafka in the Python worker: a Spark streaming source of offset ranges.
+
+A sub-topology without state stores needs no shuffle, no state store and
+nothing of Spark's SQL engine between Kafka and its Python task. Through
+Spark's Kafka source every record was still read by the JVM's Kafka
+consumer, made a Spark row, then an Arrow row, and handed to Python: ~4 µs
+of JVM CPU a record on this project's machine, more than the task's own
+Python work for a filter-and-map (docs/benchmarks.md, "Direct read"). So
+such a sub-topology runs as a Spark streaming query over this module's
+Python data source (Spark's ``pyspark.sql.datasource`` API):
+
+* the driver plans each micro-batch as Spark's Kafka source does: the
+  offset range of every input topic-partition up to its last stable offset
+  (``read_committed``), from where the last batch ended; with
+  ``spark.kspark.maxOffsetsPerTrigger`` capped and split over partitions by
+  lag as Spark splits it; Spark checkpoints the ranges, so a restart goes on
+  from the last committed batch and a failed batch is read again;
+* one Spark task per topic-partition range reads it with a librdkafka
+  consumer kept warm in the Python worker
+  (:mod:`~kspark.runtime.spark.partition_reader`: read_committed, records
+  gone from Kafka fail the query as with Spark's ``failOnDataLoss``), runs
+  the task over it (``process_stateless``: the same engine or fused chain
+  as the mapInArrow stage) and writes the output with the warm producer;
+* each Spark task returns one row, ``(records, written)``.
+
+Spark's own metrics see those rows: ``numInputRows`` of such a query counts
+the partitions read per batch, not records; ``KafkaStreams.process_available()``
+counts records from the rows. ``spark.kspark.directRead=false`` reads through
+Spark's Kafka source instead (as do applications whose ``consumer.*``
+settings librdkafka does not know, see :func:`direct_consumer_settings`).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from kspark.errors import StreamsException
+from kspark.processor.api import Headers
+from kspark.runtime.spark.kafka_io import RecordSender
+from kspark.runtime.spark.partition_reader import read_range
+from kspark.runtime.spark.tasks import TopologySpec, process_stateless
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "DIRECT_READ",
+    "SOURCE_NAME",
+    "DirectPlan",
+    "KafkaDirectSource",
+    "OffsetRange",
+    "direct_consumer_settings",
+    "rate_limit",
+    "register",
+]
+
+DIRECT_READ = "spark.kspark.directRead"
+"""Config key: ``false`` reads stateless sub-topologies through Spark's Kafka source."""
+
+SOURCE_NAME = "kspark_kafka"
+"""The data source's name in Spark (``spark.readStream.format(SOURCE_NAME)``)."""
+
+READ_DDL = "records long, written long"
+"""A direct-read Spark task's row: records read and output records written."""
+
+Offsets = dict[str, dict[str, int]]
+"""A batch boundary as Spark checkpoints it: topic -> partition (as a string: JSON) -> offset."""
+
+_log = logging.getLogger(__name__)
+
+
+def direct_consumer_settings(consumer: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An application's ``consumer.*`` settings for librdkafka, or None if librdkafka does not know
+    one of them (they are the Java client's names too; such an application reads through Spark's
+    Kafka source, which takes the Java names)."""
+    from confluent_kafka import Consumer, KafkaException
+
+    settings = dict(consumer)
+    try:
+        # Creating a consumer checks every name and value; it connects to nothing until used.
+        Consumer({"group.id": "kspark-settings-check", **settings}).close()
+    except (KafkaException, ValueError, TypeError) as e:
+        _log.info("consumer settings %s are not librdkafka's (%s): Spark's Kafka source reads", settings, e)
+        return None
+    return settings
+
+
+@dataclass(frozen=True)
+class DirectPlan:
+    """What a direct-read query needs on the driver and in the workers (picklable)."""
+
+    bootstrap_servers: str
+    partitions: Mapping[str, int]  # topic -> partition count, assigned as the JVM source is
+    starting: str  # "earliest" or "latest": where a new query starts
+    max_offsets: int | None  # records per micro-batch, over all partitions
+    consumer: Mapping[str, Any]  # librdkafka settings of the range readers
+    spec: TopologySpec = field(repr=False)
+
+    def options(self) -> dict[str, str]:
+        """Data source options carrying this plan (Spark passes options as strings)."""
+        from pyspark import cloudpickle
+
+        pickled: bytes = cloudpickle.dumps(self)  # type: ignore[no-untyped-call]
+        return {"plan": base64.b64encode(pickled).decode("ascii")}
+
+    @staticmethod
+    def of_options(options: Mapping[str, str]) -> DirectPlan:
+        import pickle
+
+        plan = pickle.loads(base64.b64decode(options["plan"]))
+        assert isinstance(plan, DirectPlan)
+        return plan
+
+
+class OffsetRange(InputPartition):
+    """One Spark task's input: ``topic[partition]`` from ``start`` (inclusive) to ``end``."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+
+def rate_limit(start: Offsets, latest: Offsets, max_records: int) -> Offsets:
+    """``latest`` cut to about ``max_records`` records after ``start``, split over the partitions in
+    proportion to what each has to read, as Spark's Kafka source splits ``maxOffsetsPerTrigger``
+    (a share under one record rounds up, so no partition with records waits forever)."""
+    lags = {(t, p): end - start[t][p] for t, ends in latest.items() for p, end in ends.items()}
+    total = sum(lag for lag in lags.values() if lag > 0)
+    if total <= max_records:
+        return latest
+    out: Offsets = {t: {} for t in latest}
+    for (t, p), lag in lags.items():
+        if lag <= 0:
+            out[t][p] = latest[t][p]
+            continue
+        share = max_records * lag / total
+        out[t][p] = min(latest[t][p], start[t][p] + int(share if share >= 1 else 1))
+    return out
+
+
+class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans offset ranges on the driver (Spark's Python streaming source runner) and reads one in
+    a worker. Holds no client when pickled: the admin client is opened on first use."""
+
+    def __init__(self, plan: DirectPlan) -> None:
+        self.plan = plan
+        self._admin: Any = None
+        self._available_now: Offsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_admin": None}
+
+    # ---------------------------------------------------------------- driver side
+    def _offsets(self, latest: bool) -> Offsets:
+        """Each partition's first offset, or its last stable offset (read_committed's end)."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.plan.bootstrap_servers})
+        request = {
+            TopicPartition(t, p): OffsetSpec.latest() if latest else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+            for t, n in sorted(self.plan.partitions.items())
+            for p in range(n)
+        }
+        futures = self._admin.list_offsets(
+            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=60
+        )
+        out: Offsets = {t: {} for t in self.plan.partitions}
+        for tp, future in futures.items():
+            try:
+                out[tp.topic][str(tp.partition)] = int(future.result().offset)
+            except Exception as e:
+                raise StreamsException(
+                    f"Could not list the offsets of {tp.topic}[{tp.partition}] on "
+                    f"{self.plan.bootstrap_servers}: {e}"
+                ) from e
+        return out
+
+    def initialOffset(self) -> Offsets:
+        return self._offsets(latest=self.plan.starting == "latest")
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        max_offsets = self.plan.max_offsets
+        return ReadMaxRows(max_offsets) if max_offsets is not None else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = self._offsets(latest=True)
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        latest = self._available_now if self._available_now is not None else self._offsets(latest=True)
+        for t, ends in latest.items():
+            for p, end in ends.items():
+                if end < start[t][p]:
+                    raise StreamsException(
+                        f"{t}[{p}] ends at offset {end}, before {start[t][p]} where the last "
+                        "micro-batch ended: the topic was deleted and created again, or truncated. "
+                        "Records may be lost; the query stops, as with Spark's Kafka source"
+                    )
+        if isinstance(limit, ReadMaxRows):
+            return rate_limit(start, latest, limit.max_rows)
+        return latest
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
+        return [
+            OffsetRange(t, int(p), start[t][p], stop)
+            for t, ends in sorted(end.items())
+            for p, stop in sorted(ends.items(), key=lambda item: int(item[0]))
+            if stop > start[t][p]
+        ]
+
+    def commit(self, end: Offsets) -> None:
+        """Nothing to do: Spark's checkpoint holds the offsets, and no consumer group is used."""
+
+    # ---------------------------------------------------------------- worker side
+    def read(self, partition: InputPartition) -> Iterator[tuple[int, int]]:
+        assert isinstance(partition, OffsetRange)
+        spec = self.plan.spec
+        topic, p = partition.topic, partition.partition
+        sender = RecordSender(spec.producer_config)
+        records = 0
+        for chunk in read_range(self.plan.consumer, topic, p, partition.start, partition.end):
+            spec.global_replica()
+            process_stateless(
+                spec,
+                sender,
+                topic,
+                p,
+                chunk.offsets,
+                chunk.timestamps,
+                chunk.keys,
+                chunk.values,
+                chunk.headers,
+                _headers,
+            )
+            records += len(chunk.offsets)
+        yield records, sender.close()
+
+
+def _headers(raw: list[tuple[str, bytes | None]] | None) -> Headers:
+    """librdkafka's headers of a record (None for none) as ``Headers``."""
+    return Headers(raw) if raw else Headers()
+
+
+class KafkaDirectSource(DataSource):
+    """The data source Spark instantiates from ``format(SOURCE_NAME)`` with a :class:`DirectPlan`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return READ_DDL
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return _Reader(DirectPlan.of_options(self.options))
+
+
+_REGISTERED: weakref.WeakSet[SparkSession] = weakref.WeakSet()
+
+
+def register(spark: SparkSession) -> None:
+    """Make :data:`SOURCE_NAME` known to ``spark``, once (Spark warns at every replacement)."""
+    if spark not in _REGISTERED:
+        spark.dataSource.register(KafkaDirectSource)
+        _REGISTERED.add(spark)
