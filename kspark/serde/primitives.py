@@ -131,7 +131,8 @@ class StringDeserializer(Deserializer[str]):
     def deserialize(self, topic: str | None, data: bytes | None) -> str | None:
         if data is None:
             return None
-        return _as_bytes("StringDeserializer", data).decode(self.encoding, errors="replace")
+        raw = data if type(data) is bytes else _as_bytes("StringDeserializer", data)
+        return raw.decode(self.encoding, errors="replace")
 
 
 # -- fixed-width numbers ----------------------------------------------------
@@ -394,7 +395,7 @@ class JsonDeserializer(Deserializer[Any]):
     def deserialize(self, topic: str | None, data: bytes | None) -> Any:
         if data is None:
             return None
-        raw = _as_bytes("JsonDeserializer", data)
+        raw = data if type(data) is bytes else _as_bytes("JsonDeserializer", data)
         try:
             return _json.decode(raw)
         except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError

@@ -220,18 +220,19 @@ class FusedChain:
         queue = task.input_queue(topic, partition)
         while task.process():  # records already queued come first, on the task's own path
             task.maybe_punctuate_stream_time()
-        deserialize_key, deserialize_value = source.deserialize_key, source.deserialize_value
+        # The deserializers themselves, not SourceNode's wrappers (which only drop the headers).
+        deserialize_key = source.key_deserializer.deserialize
+        deserialize_value = source.value_deserializer.deserialize
         step = self._step
         self._topic, self._partition, self._to_headers = topic, partition, to_headers
         partition_time = queue.partition_time
-        empty = Headers()
         count = len(offsets)
 
         def stamped(i: int) -> tuple[Any, Any] | None:
             """Record ``i`` deserialized, or None when only the task's own path can take it."""
             try:
-                key = deserialize_key(topic, empty, keys[i])
-                value = deserialize_value(topic, empty, values[i])
+                key = deserialize_key(topic, keys[i])
+                value = deserialize_value(topic, values[i])
             except Exception:
                 return None
             return (key, value) if timestamps[i] >= 0 else None

@@ -23,6 +23,7 @@ records it read past the last end included.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import time
@@ -61,11 +62,10 @@ def consumer_config(bootstrap_servers: str, group_id: str, extra: Mapping[str, A
     return {
         "bootstrap.servers": bootstrap_servers,
         "group.id": group_id,  # librdkafka wants one; nothing is committed to it
-        # Fetch ahead generously: with librdkafka's 100,000-message prefetch and 1 MB per partition
-        # fetch, a 2M-record partition read at 0.28M records/s; with these at 1M/s (one core).
-        "queued.min.messages": 1_000_000,
-        "queued.max.messages.kbytes": 128 * 1024,
-        "fetch.message.max.bytes": 16 * 1024 * 1024,
+        # librdkafka waits fetch.queue.backoff.ms (1 s) before it fetches again for a partition
+        # whose prefetch queue was full (100,000 messages): one partition read at 0.19M records/s,
+        # with 10 ms at 1.4M/s, ~50 MB of prefetch (python -m bench.consumer_read).
+        "fetch.queue.backoff.ms": 10,
         "log.connection.close": False,
         **dict(extra),
         "enable.auto.commit": False,
@@ -87,6 +87,10 @@ class Chunk:
     headers: list[list[tuple[str, bytes | None]] | None]  # librdkafka's: None for none
 
 
+def _offset(message: Any) -> int:
+    return message.offset()  # type: ignore[no-any-return]
+
+
 class PartitionReader:
     """A warm librdkafka consumer of one topic-partition (see the module docstring)."""
 
@@ -101,7 +105,7 @@ class PartitionReader:
 
     def read(self, start: int, end: int) -> Iterator[Chunk]:
         """The records with offsets in [start, end), a chunk at a time."""
-        from confluent_kafka import KafkaError, TopicPartition
+        from confluent_kafka import TopicPartition
 
         if self._next != start:
             self._ahead = []
@@ -116,32 +120,22 @@ class PartitionReader:
         deadline = time.monotonic() + NO_PROGRESS_SECONDS
         while position < end:
             messages, self._ahead = (self._ahead, []) if self._ahead else (self._consume(), [])
-            offsets: list[int] = []
-            timestamps: list[int] = []
-            keys: list[bytes | None] = []
-            values: list[bytes | None] = []
-            headers: list[Any] = []
-            for i, msg in enumerate(messages):
-                error = msg.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        if msg.offset() >= end:
-                            position = end  # the rest of the range: transaction markers, aborted records
-                            break
-                        continue
-                    self._check(error, position, end)
-                    continue
-                offset = msg.offset()
-                if offset >= end:
-                    self._ahead = messages[i:]
+            events = [m for m in messages if m.error() is not None]  # (KafkaError == None raises)
+            if messages and not events:
+                # Records only, the usual case: columns by comprehension, cut at the range's end.
+                if messages[-1].offset() >= end:
+                    cut = bisect.bisect_left(messages, end, key=_offset)
+                    messages, self._ahead = messages[:cut], messages[cut:]
                     position = end
-                    break
-                offsets.append(offset)
-                timestamps.append(msg.timestamp()[1])
-                keys.append(msg.key())
-                values.append(msg.value())
-                headers.append(msg.headers())
-                position = offset + 1
+                else:
+                    position = messages[-1].offset() + 1
+                offsets = [m.offset() for m in messages]
+                timestamps = [m.timestamp()[1] for m in messages]
+                keys = [m.key() for m in messages]
+                values = [m.value() for m in messages]
+                headers = [m.headers() for m in messages]
+            else:
+                offsets, timestamps, keys, values, headers, position = self._columns(messages, position, end)
             if offsets:
                 deadline = time.monotonic() + NO_PROGRESS_SECONDS
                 yield Chunk(offsets, timestamps, keys, values, headers)
@@ -151,6 +145,39 @@ class PartitionReader:
                     f"and no end of the partition within {NO_PROGRESS_SECONDS:.0f} s"
                 )
         self._next = end
+
+    def _columns(
+        self, messages: list[Any], position: int, end: int
+    ) -> tuple[list[int], list[int], list[Any], list[Any], list[Any], int]:
+        """The records among ``messages`` below ``end`` as columns, and the position after them;
+        the end of the partition past ``end`` completes the range; other events are checked."""
+        from confluent_kafka import KafkaError
+
+        offsets: list[int] = []
+        timestamps: list[int] = []
+        keys: list[Any] = []
+        values: list[Any] = []
+        headers: list[Any] = []
+        for i, msg in enumerate(messages):
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    if msg.offset() >= end:
+                        return offsets, timestamps, keys, values, headers, end  # markers, aborted records
+                    continue
+                self._check(error, position, end)
+                continue
+            offset = msg.offset()
+            if offset >= end:
+                self._ahead = messages[i:]
+                return offsets, timestamps, keys, values, headers, end
+            offsets.append(offset)
+            timestamps.append(msg.timestamp()[1])
+            keys.append(msg.key())
+            values.append(msg.value())
+            headers.append(msg.headers())
+            position = offset + 1
+        return offsets, timestamps, keys, values, headers, position
 
     def _consume(self) -> list[Any]:
         return self.consumer.consume(_CONSUME_BATCH, 0.5)
