@@ -212,3 +212,18 @@ def test_too_deep_is_a_serialization_error() -> None:
         Serdes.JSON().serializer().serialize("t", deep)
     with pytest.raises(SerializationException, match="JsonDeserializer"):
         Serdes.JSON().deserializer().deserialize("t", b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_encoded_values_hold_only_their_own_bytes() -> None:
+    """orjson writes into a ~4 KB buffer and keeps it in the bytes it returns; outputs held by a
+    task (a join's batch, say) must not cost that much each."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        held = [_json.encode({"id": i, "tier": "pro"}) for i in range(2_000)]
+        size, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(held) == 2_000
+    assert size < 2_000 * 200  # ~60 bytes each and the list, not 4 KB each
