@@ -37,9 +37,9 @@ def _rss_mb() -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
-    from bench.workloads import event_value, events
+    from bench.run import preload
     from kspark.dev import LocalKafka
     from kspark.runtime.spark.partition_reader import consumer_config
 
@@ -48,18 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     n = args.records
     with LocalKafka() as kafka:
-        kafka.create_topic("in", partitions=1)
-        producer = Producer(
-            {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 50, "batch.num.messages": 10_000}
-        )
-        for e in events(n):
-            while True:
-                try:
-                    producer.produce("in", event_value(e), e.key.encode(), 0, timestamp=e.ts)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.flush()
+        preload(kafka, "in", n, partitions=1)
         print(f"{n:,} records in one partition, read whole by one consumer")
         print("| settings | records/s | CPU µs a record | RSS growth MB |")
         print("| --- | ---: | ---: | ---: |")

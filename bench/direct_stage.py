@@ -26,10 +26,8 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    from confluent_kafka import Producer
-
+    from bench.run import preload
     from bench.systems.kspark_app import build
-    from bench.workloads import event_value, events
     from kspark.dev import LocalKafka
     from kspark.runtime.spark.direct_source import _headers
     from kspark.runtime.spark.kafka_io import RecordSender, producer_config
@@ -43,18 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     n = args.records
     with LocalKafka() as kafka:
-        kafka.create_topic("in", partitions=1)
-        producer = Producer(
-            {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 50, "batch.num.messages": 10_000}
-        )
-        for e in events(n):
-            while True:
-                try:
-                    producer.produce("in", event_value(e), e.key.encode(), 0, timestamp=e.ts)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.flush()
+        preload(kafka, "in", n, partitions=1)
         conf = consumer_config(kafka.bootstrap_servers, "bench-direct-stage", {})
         print(f"W1, {n:,} records in one partition, one process (the Python work of one direct-read task)")
         print("| round | seconds | records/s | CPU µs a record | of it, Python's thread | outputs |")
@@ -65,7 +52,10 @@ def main(argv: list[str] | None = None) -> None:
             topology = build({"workload": "W1", "input": "in", "output": out, "table": "users"})
             spec = TopologySpec(
                 topology,
-                {"application.id": f"bench-{uuid.uuid4().hex[:6]}", "bootstrap.servers": kafka.bootstrap_servers},
+                {
+                    "application.id": f"bench-{uuid.uuid4().hex[:6]}",
+                    "bootstrap.servers": kafka.bootstrap_servers,
+                },
                 0,
                 {},
                 uuid.uuid4().hex,
