@@ -1,7 +1,7 @@
 """JVM parts of the benchmark: the Java Kafka Streams app and Kafka's perf tools.
 
 The Kafka Streams app (``bench/jvm/kstreams-bench``) is compiled with ``javac``
-against the ``kafka-streams`` 4.1.1 jar bundle, as ``tests/reference/harness.py``
+against the ``kafka-streams`` 4.1.1 jar bundle, as ``tests/catalog/java.py``
 compiles the reference harness, into ``<kspark cache>/bench/kstreams-bench/<hash>/``.
 Kafka's perf tools (``kafka-tools`` 4.1.1, not part of the broker bundle) are
 resolved once with Maven from ``bench/jvm/kafka-tools/pom.xml`` into

@@ -31,7 +31,7 @@ import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
- * Runs the scenarios named in a JSON file (written by tests/reference/scenarios.py) on Java Kafka Streams'
+ * Runs the scenarios named in a JSON file (written by tests/catalog/test_java.py) on Java Kafka Streams'
  * TopologyTestDriver and prints, as JSON lines: each scenario's describe() text, every output record read
  * after each input step (per output topic, in read order), and the dropped-records total at the end.
  */

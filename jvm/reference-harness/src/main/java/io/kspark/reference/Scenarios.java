@@ -42,7 +42,7 @@ import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 /**
- * The Java side of tests/reference/scenarios.py: the same topologies, operator for operator (the order of
+ * The Java side of tests/catalog/scenarios/reference.py: the same topologies, operator for operator (the order of
  * calls fixes Kafka's generated names, so it must match the Python side exactly).
  */
 final class Scenarios {
@@ -84,6 +84,7 @@ final class Scenarios {
         m.put("suppress_window", Scenarios::suppressWindow);
         m.put("suppress_time_limit", Scenarios::suppressTimeLimit);
         m.put("punctuation", Scenarios::punctuation);
+        PortedScenarios.register(m);
         return m;
     }
 

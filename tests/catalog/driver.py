@@ -1,27 +1,25 @@
-"""Run a reference scenario on kspark's TopologyTestDriver, producing the Java harness's JSON lines."""
+"""A catalog scenario on kspark's TopologyTestDriver, as the Java harness reports it.
+
+:func:`run_on_driver` prints what ``jvm/reference-harness`` prints for the
+same scenario on Java Kafka Streams' driver: the ``describe()`` text, every
+output record read after each step (topic, key, value, timestamp, step), and
+the dropped-records total, so the two compare line for line.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kspark.kstream.windowed import Windowed
-from kspark.serde import Serdes
 from kspark.testing import TopologyTestDriver
-from tests.reference.scenarios import TOPOLOGIES, Scenario
 
-__all__ = ["run_kspark"]
+from .model import Scenario, serde
 
+__all__ = ["run_on_driver", "driver_config", "CACHE_OFF"]
 
-def _serde(kind: str) -> Any:
-    if kind == "string":
-        return Serdes.String()
-    if kind == "long":
-        return Serdes.Long()
-    if kind == "session:string":
-        return Serdes.session_windowed(Serdes.String())
-    if kind.startswith("window:"):
-        return Serdes.time_windowed(Serdes.String(), int(kind.split(":")[1]))
-    raise ValueError(f"unknown serde kind {kind!r}")
+CACHE_OFF: Mapping[str, str] = {"statestore.cache.max.bytes": "0"}
+"""The config that turns the record cache off (Java's scenarios run with and without it)."""
 
 
 def _render(x: Any) -> Any:
@@ -30,30 +28,31 @@ def _render(x: Any) -> Any:
     return x
 
 
-def _config(scenario: Scenario) -> dict[str, Any]:
+def driver_config(scenario: Scenario, extra: Mapping[str, str | int] | None = None) -> dict[str, Any]:
+    """The config both drivers run ``scenario`` with (digit strings as ints on the kspark side)."""
     config: dict[str, Any] = {
         "application.id": "ref",
         "bootstrap.servers": "dummy:1234",
         "default.key.serde": "string",
         "default.value.serde": "string",
     }
-    for key, value in scenario.config.items():
-        config[key] = int(value) if value.isdigit() else value
+    for key, value in {**scenario.config, **(extra or {})}.items():
+        config[key] = int(value) if isinstance(value, str) and value.isdigit() else value
     return config
 
 
-def run_kspark(scenario: Scenario) -> list[dict[str, Any]]:
+def run_on_driver(scenario: Scenario, extra: Mapping[str, str | int] | None = None) -> list[dict[str, Any]]:
     """The scenario's describe() text, output records after each step, and dropped-records total."""
     name = scenario.name
-    topology = TOPOLOGIES[scenario.topology]()
+    topology = scenario.topology()
     lines: list[dict[str, Any]] = [{"scenario": name, "describe": str(topology.describe())}]
-    with TopologyTestDriver(topology, _config(scenario), initial_wall_clock_time=0) as driver:
+    with TopologyTestDriver(topology, driver_config(scenario, extra), initial_wall_clock_time=0) as driver:
         inputs = {
-            topic: driver.create_input_topic(topic, _serde(k), _serde(v))
+            topic: driver.create_input_topic(topic, serde(k), serde(v))
             for topic, (k, v) in scenario.inputs.items()
         }
         outputs = {
-            topic: driver.create_output_topic(topic, _serde(k), _serde(v))
+            topic: driver.create_output_topic(topic, serde(k), serde(v))
             for topic, (k, v) in scenario.outputs.items()
         }
         for step, s in enumerate(scenario.steps):

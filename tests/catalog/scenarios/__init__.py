@@ -1,0 +1,22 @@
+"""The scenario catalog: every scenario of every module here, by name.
+
+``reference``: the scenarios first written against Java Kafka Streams'
+driver. More modules join the list below; a name is unique across them.
+"""
+
+from __future__ import annotations
+
+from ..model import Scenario
+from . import reference
+
+__all__ = ["CATALOG", "BY_NAME", "MODULES"]
+
+MODULES = (reference,)
+
+CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]
+
+BY_NAME: dict[str, Scenario] = {}
+for _s in CATALOG:
+    if _s.name in BY_NAME:
+        raise ValueError(f"two catalog scenarios are named {_s.name}")
+    BY_NAME[_s.name] = _s
