@@ -7,11 +7,11 @@ driver. More modules join the list below; a name is unique across them.
 from __future__ import annotations
 
 from ..model import Scenario
-from . import reference
+from . import conformance, reference
 
 __all__ = ["CATALOG", "BY_NAME", "MODULES"]
 
-MODULES = (reference,)
+MODULES = (reference, conformance)
 
 CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]
 

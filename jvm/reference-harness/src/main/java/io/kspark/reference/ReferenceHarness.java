@@ -150,6 +150,9 @@ public final class ReferenceHarness {
         if (node == null || node.isNull()) {
             return null;
         }
+        if (kind.equals("json")) {
+            return node;
+        }
         return kind.equals("long") ? (Object) node.asLong() : node.asText();
     }
 
@@ -158,6 +161,7 @@ public final class ReferenceHarness {
         switch (kind) {
             case "string": return (Serializer<Object>) (Serializer<?>) Serdes.String().serializer();
             case "long": return (Serializer<Object>) (Serializer<?>) Serdes.Long().serializer();
+            case "json": return (Serializer<Object>) (Serializer<?>) ConformanceScenarios.jsonSerializer();
             default: throw new IllegalArgumentException("unknown input serde kind " + kind);
         }
     }
@@ -169,6 +173,9 @@ public final class ReferenceHarness {
         }
         if (kind.equals("long")) {
             return (Deserializer<Object>) (Deserializer<?>) Serdes.Long().deserializer();
+        }
+        if (kind.equals("json")) {
+            return (Deserializer<Object>) (Deserializer<?>) ConformanceScenarios.jsonDeserializer();
         }
         if (kind.equals("session:string")) {
             return (Deserializer<Object>) (Deserializer<?>)

@@ -85,6 +85,7 @@ final class Scenarios {
         m.put("suppress_time_limit", Scenarios::suppressTimeLimit);
         m.put("punctuation", Scenarios::punctuation);
         PortedScenarios.register(m);
+        ConformanceScenarios.register(m);
         return m;
     }
 
