@@ -51,10 +51,9 @@ class SessionWindowedKStream:
         self._emit_strategy = EmitStrategy.on_window_update()
 
     def emit_strategy(self, emit_strategy: EmitStrategy) -> SessionWindowedKStream:
-        if emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_CLOSE:
-            raise NotImplementedError(
-                "EmitStrategy.on_window_close() is not supported for session windows in kspark"
-            )
+        """Emit on every update (default) or each session once, after it closed (end + gap + grace)."""
+        if not isinstance(emit_strategy, EmitStrategy):
+            raise TypeError(f"emit_strategy must be an EmitStrategy, got {emit_strategy!r}")
         self._emit_strategy = emit_strategy
         return self
 

@@ -6,6 +6,9 @@ when full) or *eager* (emits the oldest records early when full).
 ``Suppressed.until_window_closes`` needs a strict config, because an early
 emit would not be a final result; Kafka enforces this with types, kspark with
 a ``ValueError``.
+
+``Suppressed.BufferConfig`` is the same class as :class:`BufferConfig`, so
+Kafka's spelling ``Suppressed.BufferConfig.max_records(3)`` works as well.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from enum import Enum
+from typing import ClassVar
 
 from kspark.kstream.windows import _millis
 
@@ -94,6 +98,11 @@ def _limit(value: int, name: str) -> int:
     return value
 
 
+# the module-level name under another name, for the annotations inside Suppressed (whose class
+# attribute BufferConfig would shadow it there)
+_BufferConfig = BufferConfig
+
+
 class TimeDefinition(Enum):
     """Which time a buffered record is due by: its own timestamp or its window's end."""
 
@@ -111,15 +120,18 @@ class Suppressed:
     """
 
     name: str | None
-    buffer_config: BufferConfig
+    buffer_config: _BufferConfig
     final_results: bool
     time_to_wait_ms: int | None = None
 
+    # Kafka's nested name (Suppressed.BufferConfig.unbounded() ...); not a dataclass field
+    BufferConfig: ClassVar[type[_BufferConfig]] = _BufferConfig
+
     @staticmethod
-    def until_window_closes(buffer_config: BufferConfig | None = None) -> Suppressed:
+    def until_window_closes(buffer_config: _BufferConfig | None = None) -> Suppressed:
         """Emit only the final result of each window, once stream time passes end + grace."""
-        config = BufferConfig.unbounded() if buffer_config is None else buffer_config
-        if not isinstance(config, BufferConfig):
+        config = _BufferConfig.unbounded() if buffer_config is None else buffer_config
+        if not isinstance(config, _BufferConfig):
             raise TypeError(f"buffer_config must be a BufferConfig, got {config!r}")
         if not config.is_strict():
             raise ValueError(
@@ -131,12 +143,12 @@ class Suppressed:
 
     @staticmethod
     def until_time_limit(
-        time_to_wait_for_more_events: int | timedelta, buffer_config: BufferConfig | None = None
+        time_to_wait_for_more_events: int | timedelta, buffer_config: _BufferConfig | None = None
     ) -> Suppressed:
         """Emit the latest value of a key once stream time passes its first buffered time + limit."""
         wait = _millis(time_to_wait_for_more_events, "timeToWaitForMoreEvents")
-        config = BufferConfig.unbounded() if buffer_config is None else buffer_config
-        if not isinstance(config, BufferConfig):
+        config = _BufferConfig.unbounded() if buffer_config is None else buffer_config
+        if not isinstance(config, _BufferConfig):
             raise TypeError(f"buffer_config must be a BufferConfig, got {config!r}")
         return Suppressed(None, config, False, wait)
 

@@ -49,3 +49,16 @@ def test_buffer_config_builders() -> None:
 
 def test_with_name() -> None:
     assert Suppressed.until_window_closes().with_name("final").name == "final"
+
+
+def test_kafkas_nested_buffer_config_name_is_the_same_class() -> None:
+    from kspark import Suppressed as PublicSuppressed
+
+    assert PublicSuppressed.BufferConfig is BufferConfig
+    assert Suppressed.BufferConfig.unbounded() == BufferConfig.unbounded()
+    assert Suppressed.BufferConfig.max_records(3) == BufferConfig.max_records(3)
+    assert Suppressed.BufferConfig.max_bytes(7).max_bytes_value == 7
+    s = Suppressed.until_window_closes(Suppressed.BufferConfig.max_records(2).shut_down_when_full())
+    assert s.buffer_config.max_records_value == 2
+    # a class attribute, not a dataclass field: equality and the constructor are unchanged
+    assert Suppressed.until_time_limit(5) == Suppressed(None, BufferConfig.unbounded(), False, 5)

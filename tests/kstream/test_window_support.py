@@ -196,3 +196,8 @@ class FakeSessionStore:
 
     def fetch_session(self, key: Any, start: int, end: int) -> Any:
         return self.data.get((key, start, end))
+
+    def find_sessions_by_end_time(self, earliest_end: int, latest_end: int) -> Iter:
+        # the time-ordered session store's order: end, start, key
+        items = sorted((e, s, k, v) for (k, s, e), v in self.data.items() if earliest_end <= e <= latest_end)
+        return Iter([KeyValue(Windowed(k, SessionWindow(s, e)), v) for e, s, k, v in items])

@@ -6,6 +6,16 @@ operator needs: ``size + grace`` (time windows), ``2 * time_difference + grace``
 (sliding windows, which look back two differences to build right windows)
 and ``gap + grace`` (sessions). A smaller explicit retention is an error with
 Kafka's message.
+
+With ``EmitStrategy.on_window_close()`` and no store supplier of the user's,
+the store is Kafka's *time-ordered* one
+(:mod:`kspark.state.internals.time_ordered_stores`), whose read bounds decide
+which closed windows the emit scan still finds. The record cache follows
+Kafka exactly: a ``TimeWindows`` store keeps it under emit-on-close (Kafka's
+``TimeOrderedCachingWindowStore``; the store below then sees each record's
+writes only when the cache flushes, so its observed time, and with it the
+retention bound of the emit scan, lags one record behind), while sliding and
+session stores drop it under emit-on-close.
 """
 
 from __future__ import annotations
@@ -15,18 +25,18 @@ from typing import Any
 from kspark.kstream.internals.materialize import MaterializedInternal
 from kspark.kstream.windows import EmitStrategy, SessionWindows, SlidingWindows, Windows
 from kspark.state.api import StoreBuilder
+from kspark.state.internals.builders import SessionBytesStoreSupplier, WindowBytesStoreSupplier
 
 __all__ = ["WindowStoreMaterializer", "SlidingWindowStoreMaterializer", "SessionStoreMaterializer"]
 
 
-def _configure(builder: Any, m: MaterializedInternal, emit_strategy: EmitStrategy) -> StoreBuilder[Any, Any]:
+def _on_close(emit_strategy: EmitStrategy) -> bool:
+    return emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_CLOSE
+
+
+def _configure(builder: Any, m: MaterializedInternal, caching: bool) -> StoreBuilder[Any, Any]:
     builder = builder.with_logging_enabled(m.log_config) if m.logging else builder.with_logging_disabled()
-    # emit-on-close reads closed windows straight from the store, so no cache in front of it
-    on_close = emit_strategy.type() is EmitStrategy.StrategyType.ON_WINDOW_CLOSE
-    if m.caching and not on_close:
-        builder = builder.with_caching_enabled()
-    else:
-        builder = builder.with_caching_disabled()
+    builder = builder.with_caching_enabled() if caching else builder.with_caching_disabled()
     return builder  # type: ignore[no-any-return]
 
 
@@ -63,13 +73,12 @@ class WindowStoreMaterializer:
         from kspark.state import Stores
 
         m = self.materialized
-        supplier = m.store_supplier or Stores.persistent_timestamped_window_store(
-            m.store_name, self.retention_period, self.windows.size(), False
+        supplier = m.store_supplier or _window_supplier(
+            m.store_name, self.retention_period, self.windows.size(), self.emit_strategy
         )
+        # Kafka keeps the cache under emit-on-close too (TimeOrderedCachingWindowStore)
         return _configure(
-            Stores.timestamped_window_store_builder(supplier, m.key_serde, m.value_serde),
-            m,
-            self.emit_strategy,
+            Stores.timestamped_window_store_builder(supplier, m.key_serde, m.value_serde), m, m.caching
         )
 
 
@@ -105,13 +114,14 @@ class SlidingWindowStoreMaterializer:
         from kspark.state import Stores
 
         m = self.materialized
-        supplier = m.store_supplier or Stores.persistent_timestamped_window_store(
-            m.store_name, self.retention_period, self.windows.time_difference_ms(), False
+        supplier = m.store_supplier or _window_supplier(
+            m.store_name, self.retention_period, self.windows.time_difference_ms(), self.emit_strategy
         )
+        # emit-on-close: no cache in front of a sliding window store (Kafka's choice)
         return _configure(
             Stores.timestamped_window_store_builder(supplier, m.key_serde, m.value_serde),
             m,
-            self.emit_strategy,
+            m.caching and not _on_close(self.emit_strategy),
         )
 
 
@@ -148,7 +158,26 @@ class SessionStoreMaterializer:
         from kspark.state import Stores
 
         m = self.materialized
-        supplier = m.store_supplier or Stores.persistent_session_store(m.store_name, self.retention_period)
+        if m.store_supplier is not None:
+            supplier = m.store_supplier
+        elif _on_close(self.emit_strategy):
+            supplier = SessionBytesStoreSupplier(
+                m.store_name, self.retention_period, persistent=True, time_ordered=True
+            )
+        else:
+            supplier = Stores.persistent_session_store(m.store_name, self.retention_period)
+        # emit-on-close: no cache in front of a session store (Kafka's choice)
         return _configure(
-            Stores.session_store_builder(supplier, m.key_serde, m.value_serde), m, self.emit_strategy
+            Stores.session_store_builder(supplier, m.key_serde, m.value_serde),
+            m,
+            m.caching and not _on_close(self.emit_strategy),
         )
+
+
+def _window_supplier(name: str, retention: int, size: int, emit_strategy: EmitStrategy) -> Any:
+    """The DSL's default window store: time-ordered under emit-on-close, else Kafka's RocksDB one."""
+    from kspark.state import Stores
+
+    if _on_close(emit_strategy):
+        return WindowBytesStoreSupplier(name, retention, size, False, persistent=True, time_ordered=True)
+    return Stores.persistent_timestamped_window_store(name, retention, size, False)

@@ -40,6 +40,7 @@ from kspark.state.internals.segmented_stores import (
     SegmentedWindowStore,
     default_segment_interval,
 )
+from kspark.state.internals.time_ordered_stores import TimeOrderedSessionStore, TimeOrderedWindowStore
 
 __all__ = [
     "SerdeSpec",
@@ -99,7 +100,8 @@ class KeyValueBytesStoreSupplier:
 
 class WindowBytesStoreSupplier:
     """Makes window bytes stores (persistent: segmented retention, as Kafka's RocksDB store);
-    validates sizes as Kafka's ``Stores`` does."""
+    validates sizes as Kafka's ``Stores`` does. ``time_ordered``: the store of an emit-on-close
+    aggregation (Kafka's ``RocksDbIndexedTimeOrderedWindowBytesStoreSupplier``, always persistent)."""
 
     def __init__(
         self,
@@ -110,6 +112,7 @@ class WindowBytesStoreSupplier:
         *,
         persistent: bool,
         timestamped: bool = False,
+        time_ordered: bool = False,
     ) -> None:
         _check_name(name)
         retention = millis(retention_period, "retentionPeriod")
@@ -127,10 +130,19 @@ class WindowBytesStoreSupplier:
         self._retention = retention
         self._window_size = size
         self._retain_duplicates = bool(retain_duplicates)
-        self.persistent = persistent
-        self.timestamped = timestamped
+        self.persistent = persistent or time_ordered
+        self.timestamped = timestamped or time_ordered
+        self.time_ordered = time_ordered
 
     def get(self) -> InMemoryWindowStore:
+        if self.time_ordered:
+            return TimeOrderedWindowStore(
+                self.name,
+                self._retention,
+                self._window_size,
+                self._retain_duplicates,
+                self.segment_interval_ms(),
+            )
         if self.persistent:
             return SegmentedWindowStore(
                 self.name,
@@ -159,18 +171,25 @@ class WindowBytesStoreSupplier:
 
 
 class SessionBytesStoreSupplier:
-    """Makes session bytes stores (persistent: segmented retention, as Kafka's RocksDB store)."""
+    """Makes session bytes stores (persistent: segmented retention, as Kafka's RocksDB store).
+    ``time_ordered``: the store of an emit-on-close aggregation (Kafka's
+    ``RocksDbTimeOrderedSessionBytesStoreSupplier``, always persistent)."""
 
-    def __init__(self, name: str, retention_period: int | timedelta, *, persistent: bool) -> None:
+    def __init__(
+        self, name: str, retention_period: int | timedelta, *, persistent: bool, time_ordered: bool = False
+    ) -> None:
         _check_name(name)
         retention = millis(retention_period, "retentionPeriod")
         if retention < 0:
             raise ValueError("retentionPeriod cannot be negative")
         self.name = name
         self._retention = retention
-        self.persistent = persistent
+        self.persistent = persistent or time_ordered
+        self.time_ordered = time_ordered
 
     def get(self) -> InMemorySessionStore:
+        if self.time_ordered:
+            return TimeOrderedSessionStore(self.name, self._retention, self.segment_interval_ms())
         if self.persistent:
             return SegmentedSessionStore(self.name, self._retention, self.segment_interval_ms())
         return InMemorySessionStore(self.name, self._retention)

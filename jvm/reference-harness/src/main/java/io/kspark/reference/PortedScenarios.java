@@ -12,5 +12,8 @@ final class PortedScenarios {
     private PortedScenarios() {}
 
     static void register(Map<String, Supplier<Topology>> m) {
+        PortedWindows.register(m);
+        PortedSliding.register(m);
+        PortedSessions.register(m);
     }
 }
