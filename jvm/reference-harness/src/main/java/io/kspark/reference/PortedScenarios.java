@@ -15,5 +15,6 @@ final class PortedScenarios {
         PortedWindows.register(m);
         PortedSliding.register(m);
         PortedSessions.register(m);
+        PortedSuppress.register(m);
     }
 }
