@@ -14,7 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from kspark.dev.jars import compile_java, find_java, find_maven, kspark_home, staged_dir
+from kspark.jvm.jars import compile_java, find_java, find_maven, kspark_home, staged_dir
 
 __all__ = ["kstreams_classpath", "kafka_tools_classpath", "java"]
 

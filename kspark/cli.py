@@ -24,6 +24,8 @@ from types import FrameType, ModuleType
 from typing import Any
 
 from kspark.dev.errors import DevToolsError
+from kspark.errors import StreamsException
+from kspark.jvm.errors import JvmSetupError
 
 __all__ = ["main", "build_parser", "load_app"]
 
@@ -112,7 +114,7 @@ def _cmd_dev_kafka(args: argparse.Namespace) -> int:
 
 
 def _cmd_fetch_jars(args: argparse.Namespace) -> int:
-    from kspark.dev import jars
+    from kspark.jvm import jars
 
     names = sorted(jars.BUNDLES) if args.all else (args.bundles or list(jars.DEFAULT_BUNDLES))
     for name in names:
@@ -125,9 +127,32 @@ def _cmd_fetch_jars(args: argparse.Namespace) -> int:
 
 
 def _cmd_describe(args: argparse.Namespace) -> int:
-    topology, _config = load_app(args.app)
+    topology, config = load_app(args.app)
     print(topology.describe())
+    if args.spark:
+        from kspark.runtime.spark.plan import physical_plan
+
+        print(physical_plan(topology, config, _partitions(config) if args.partitions else None))
     return 0
+
+
+def _partitions(config: dict[str, Any]) -> dict[str, int] | None:
+    """The partition counts of the topics on the application's cluster, or None when it does not
+    answer within a few seconds (the plan then shows tasks per input partition)."""
+    from confluent_kafka.admin import AdminClient
+
+    servers = config.get("bootstrap.servers")
+    if not servers:
+        return None
+    bootstrap = servers if isinstance(servers, str) else ",".join(servers)
+    try:
+        metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
+    except Exception as e:  # an unreachable cluster: describe without task counts, and say so
+        print(
+            f"kspark: {bootstrap} did not answer ({e}); tasks are shown per input partition", file=sys.stderr
+        )
+        return None
+    return {name: len(t.partitions) for name, t in metadata.topics.items()}
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -159,7 +184,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kspark.dev.jars import BUNDLES
+    from kspark.jvm.jars import BUNDLES
 
     parser = argparse.ArgumentParser(
         prog="kspark",
@@ -177,8 +202,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("app", metavar="APP.py")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("describe", help="print an application's topology")
+    p = sub.add_parser("describe", help="print an application's topology (and its Spark plan)")
     p.add_argument("app", metavar="APP.py")
+    p.add_argument(
+        "--spark",
+        action="store_true",
+        help="also print the physical plan on Spark: queries, stages, and why each optimisation "
+        "applied or not",
+    )
+    p.add_argument(
+        "--partitions",
+        action="store_true",
+        help="with --spark: read the topics' partition counts from the application's "
+        "bootstrap.servers, for task counts and caps",
+    )
     p.set_defaults(func=_cmd_describe)
 
     broker = BUNDLES["kafka-broker"].version
@@ -209,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
-    except (DevToolsError, AppError) as exc:
+    except (DevToolsError, JvmSetupError, AppError, StreamsException) as exc:
         print(f"kspark: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

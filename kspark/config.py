@@ -26,8 +26,6 @@ __all__ = [
     "EXACTLY_ONCE_V2",
     "CONFIG_NAMES",
     "PASS_THROUGH_PREFIXES",
-    "positive_int",
-    "boolean",
 ]
 
 AT_LEAST_ONCE = "at_least_once"
@@ -136,26 +134,6 @@ _DEFS: dict[str, _Def] = {
 }
 
 CONFIG_NAMES: frozenset[str] = frozenset(_DEFS)
-
-
-def positive_int(key: str, value: Any) -> int:
-    """A pass-through setting (``spark.kspark.*``) that must be a positive integer, as an int."""
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
-        raise ConfigException(f"{key} must be a positive integer, got {value!r}")
-    return int(text)
-
-
-def boolean(key: str, value: Any, default: bool) -> bool:
-    """A pass-through setting (``spark.kspark.*``) that must be true or false (None: ``default``)."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise ConfigException(f"{key} must be true or false, got {value!r}")
-    return text == "true"
 
 
 def _is_internal(key: str) -> bool:

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreException, StreamsException
+from kspark.runtime.spark.settings import RunnerSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from kspark.processor.topology import Topology
+    from kspark.runtime.spark.plan import PhysicalPlan
     from kspark.runtime.spark.runner import SparkRunner
 
 __all__ = ["KafkaStreams", "StreamsUncaughtExceptionHandler"]
@@ -91,6 +93,7 @@ class KafkaStreams:
                 "use at_least_once (the TopologyTestDriver accepts either)"
             )
         _refuse_secured_clients(self._config)
+        RunnerSettings.of(self._config)  # an unknown or mistyped spark.kspark.* key fails here
         self._topology = topology
         topology.internal_builder.set_application_id(self._config.application_id())
         topology.internal_builder.validate()
@@ -236,6 +239,17 @@ class KafkaStreams:
         if self._state.is_running_or_rebalancing():
             raise StreamsException("Cannot clean up while running; call close() first")
         shutil.rmtree(Path(self._config.state_dir()) / self._config.application_id(), ignore_errors=True)
+
+    def physical_plan(self) -> PhysicalPlan:
+        """What the topology becomes on Spark (``kspark describe --spark`` prints it): per
+        sub-topology its stage and why each optimisation applied or not, and the queries. Before
+        ``start()`` the partition counts are not known (tasks are per input partition); after,
+        it is the plan the runner executes."""
+        from kspark.runtime.spark.plan import physical_plan
+
+        if self._runner is not None and self._runner.physical is not None:
+            return self._runner.physical
+        return physical_plan(self._topology, self._config)
 
     # ------------------------------------------------------------------ queries
     def store(self, name: str, store_type: Any = None) -> Any:

@@ -1,16 +1,11 @@
-"""Developer tooling: a local Apache Kafka, JVM bundles and the demo.
+"""Developer tooling: a local Apache Kafka and the demo.
 
-Not imported by the model or the runners' hot path; tests, the demo and
-``kspark dev-kafka`` use it.
+Imported by nothing in kspark but the command line; tests, the demo and
+``kspark dev-kafka`` use it. The JVM bundles it starts Kafka from are
+:mod:`kspark.jvm`'s (the runner needs them too).
 """
 
-from kspark.dev.errors import (
-    ArtifactResolutionError,
-    DevToolsError,
-    JavaNotFoundError,
-    KafkaStartError,
-    PortInUseError,
-)
+from kspark.dev.errors import DevToolsError, KafkaStartError, PortInUseError
 from kspark.dev.kafka import KafkaRecord, LocalKafka, ProduceRecord
 
 __all__ = [
@@ -18,8 +13,6 @@ __all__ = [
     "KafkaRecord",
     "ProduceRecord",
     "DevToolsError",
-    "JavaNotFoundError",
-    "ArtifactResolutionError",
     "KafkaStartError",
     "PortInUseError",
 ]

@@ -37,7 +37,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from kspark.dev.errors import KafkaStartError, PortInUseError
-from kspark.dev.jars import find_java, resolve_bundle
+from kspark.jvm.jars import find_java, resolve_bundle
 
 __all__ = [
     "BROKER_DEFAULTS",

@@ -1,7 +1,7 @@
 """Build and run the Java reference harness (jvm/reference-harness) on Java Kafka Streams' test driver.
 
 The harness is compiled with ``javac`` against the ``kafka-streams`` jar bundle
-(:mod:`kspark.dev.jars`, resolved once from Maven Central and then offline),
+(:mod:`kspark.jvm.jars`, resolved once from Maven Central and then offline),
 into ``<kspark cache>/reference-harness/<hash of the sources>/``; a finished
 build is marked by a stamp file, so it happens once per source change, not
 once per test session.
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kspark.dev.jars import compile_java, find_java
+from kspark.jvm.jars import compile_java, find_java
 
 __all__ = ["HARNESS_DIR", "build_harness", "run_harness"]
 

@@ -102,3 +102,80 @@ def test_dev_kafka_prints_bootstrap_servers_and_stops_on_ctrl_c() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+_DEMO_APP = """
+from kspark.dev.demo import build_topology as topology
+config = {"application.id": "pageviews-demo", "bootstrap.servers": "127.0.0.1:9"}
+"""
+
+_MIXED_APP = """
+from kspark import Consumed, Produced, StreamsBuilder, TimeWindows
+from kspark.processor import Processor
+from kspark.serde import Serdes
+
+S, L, J = Serdes.String(), Serdes.Long(), Serdes.JSON()
+
+
+class Tag(Processor):
+    def process(self, record):
+        self.context().forward(record.with_value(record.value + "!"))
+
+
+def topology():
+    b = StreamsBuilder()
+    views = b.stream("views", Consumed.with_(S, S))
+    views.group_by_key().count().to_stream().to("counts", Produced.with_(S, L))
+    views.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(60_000)).count().to_stream().map(
+        lambda k, v: (k.key, v)
+    ).to("per-minute", Produced.with_(S, L))
+    users = b.table("users", Consumed.with_(S, J))
+    b.stream("clicks", Consumed.with_(S, J)).join(users, lambda c, u: {**c, **u}).to(
+        "enriched", Produced.with_(S, J)
+    )
+    b.stream("raw", Consumed.with_(S, S)).process(Tag).to("tagged", Produced.with_(S, S))
+    return b.build()
+
+
+config = {"application.id": "mixed", "bootstrap.servers": "127.0.0.1:9"}
+"""
+
+
+def test_describe_spark_prints_the_plan_of_the_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "demo_plan_app.py"
+    app.write_text(_DEMO_APP)
+    assert cli.main(["describe", str(app), "--spark"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("Topologies:") < out.index("Spark plan of pageviews-demo:")
+    assert "Query pageviews-demo-subtopology-0 [direct read], level 0: sub-topologies 0" in out
+    assert "fused chain: no (KSTREAM-MAPVALUES-0000000001 forwards to 2 nodes)" in out
+    # the per-category count reads JSON values: the windowed count runs in the engine, and says why
+    assert "Query pageviews-demo-subtopology-1 [engine tasks], level 1" in out
+    assert "native lowering: no (value deserializer JsonDeserializer is not String or ByteArray)" in out
+
+
+def test_describe_spark_names_each_stage_and_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "mixed_plan_app.py"
+    app.write_text(_MIXED_APP)
+    assert cli.main(["describe", str(app), "--spark"]) == 0
+    out = capsys.readouterr().out
+    plan = out[out.index("Spark plan of mixed:") :]
+    assert "[engine tasks]" in plan and "[direct read]" in plan
+    assert "native lowering: no (2 processors use stores (only a lone count or reduce is lowered))" in plan
+    assert "fused chain: no (KSTREAM-PROCESSOR-" in plan
+    assert "micro-batch cap: none: sub-topology" in plan  # the join reads two topics
+
+
+def test_describe_spark_with_a_mistyped_setting_is_one_clear_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "typo_plan_app.py"
+    app.write_text(_DEMO_APP.replace('"127.0.0.1:9"}', '"127.0.0.1:9", "spark.kspark.directread": "true"}'))
+    assert cli.main(["describe", str(app), "--spark"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kspark: error: Unknown kspark setting 'spark.kspark.directread'; did you mean")
+    assert "spark.kspark.directRead?" in err and "\n" not in err

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kspark.dev import jars
-from kspark.dev.errors import ArtifactResolutionError, DevToolsError, JavaNotFoundError
+from kspark.jvm import jars
+from kspark.jvm.errors import ArtifactResolutionError, JavaNotFoundError, JvmSetupError
 
 
 def test_every_bundle_has_a_pom_naming_its_version() -> None:
@@ -26,7 +26,7 @@ def test_every_bundle_has_a_pom_naming_its_version() -> None:
 
 
 def test_unknown_bundle_names_the_known_ones() -> None:
-    with pytest.raises(DevToolsError, match="kafka-broker"):
+    with pytest.raises(JvmSetupError, match="kafka-broker"):
         jars.resolve_bundle("no-such-bundle")
 
 

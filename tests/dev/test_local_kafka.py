@@ -12,7 +12,8 @@ import pytest
 from confluent_kafka import Producer
 
 from kspark.dev import LocalKafka
-from kspark.dev.errors import JavaNotFoundError, KafkaStartError, PortInUseError
+from kspark.dev.errors import KafkaStartError, PortInUseError
+from kspark.jvm.errors import JavaNotFoundError
 
 integration = pytest.mark.integration
 

@@ -33,14 +33,20 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kspark.errors import TaskMigratedException
 from kspark.processor.api import Headers, Record
-from kspark.processor.internals.nodes import FailedProcessingException, ProcessorNode, SinkNode, SourceNode
+from kspark.processor.internals.nodes import (
+    FailedProcessingException,
+    ProcessorNode,
+    ProcessorTopology,
+    SinkNode,
+    SourceNode,
+)
 from kspark.processor.internals.records import ConsumerRecord, ProcessorRecordContext, RawRecord
 from kspark.processor.internals.timestamp_extractors import record_timestamp_extractor
 
 if TYPE_CHECKING:
     from kspark.processor.internals.task import StreamTask
 
-__all__ = ["FusedChain", "Fusable", "Step"]
+__all__ = ["FusedChain", "Fusable", "Step", "fusion_blocker", "fused_after_blocker"]
 
 Step = Callable[[Any, Any], None]
 """A fused operator: takes a key and value, calls the next step for each record it would forward."""
@@ -68,22 +74,55 @@ def _no_children(key: Any, value: Any) -> None:
     """Forwarding from a node without children reaches nobody, as in the engine."""
 
 
-def _fusable_line(entry: ProcessorNode) -> list[ProcessorNode] | None:
+def _fusable_line(entry: ProcessorNode) -> list[ProcessorNode] | str:
     """The nodes after ``entry`` if they form one line of fusable operators, ending in a sink
-    with a fixed topic and the default partitioner or in an operator without children."""
+    with a fixed topic and the default partitioner or in an operator without children; else
+    why not, in words."""
     chain: list[ProcessorNode] = []
     node = entry
     while node.children:
         if len(node.children) != 1:
-            return None
+            return f"{node.name} forwards to {len(node.children)} nodes"
         node = node.children[0]
         chain.append(node)
         if type(node) is SinkNode:
-            if node.topic is None or node.partitioner is not None:
-                return None
+            if node.topic is None:
+                return f"sink {node.name} chooses its topic per record"
+            if node.partitioner is not None:
+                return f"sink {node.name} has its own partitioner"
         elif type(node) is not ProcessorNode or node.fixed_key or not isinstance(node.processor, Fusable):
-            return None
+            return f"{node.name} ({type(node.processor).__name__}) is not a fusable DSL operator"
     return chain
+
+
+def fusion_blocker(topology: ProcessorTopology, default_extractor: Any) -> str | None:
+    """Why a task of ``topology`` cannot run as a :class:`FusedChain` from its source, or None when
+    it can (:meth:`FusedChain.of` fuses exactly these). ``default_extractor``: the config's."""
+    sources = {id(s): s for s in topology.sources_by_topic.values()}
+    if len(sources) != 1:
+        return f"{len(sources)} sources"
+    if topology.state_store_builders:
+        return "it has state stores"
+    (source,) = sources.values()
+    if not record_timestamp_extractor(source.timestamp_extractor or default_extractor):
+        return "a timestamp extractor other than the record's own timestamp"
+    chain = _fusable_line(source)
+    if isinstance(chain, str):
+        return chain
+    if len(chain) + 1 != len(topology.processors):
+        return "not every node is on the line from the source"
+    return None
+
+
+def fused_after_blocker(topology: ProcessorTopology, node_name: str) -> str | None:
+    """Why what follows ``node_name`` cannot be fused (:meth:`FusedChain.after`), or None."""
+    node = next((n for n in topology.processors if n.name == node_name), None)
+    if node is None:
+        return f"no node {node_name}"
+    chain = _fusable_line(node)
+    if isinstance(chain, str):
+        return chain
+    return None if chain else f"{node_name} forwards to nothing"
 
 
 class FusedChain:
@@ -109,18 +148,13 @@ class FusedChain:
 
     @staticmethod
     def of(task: StreamTask) -> FusedChain | None:
-        """``task`` fused from its source, or None unless it is one source, fusable operators and a sink."""
-        topology = task.topology
-        sources = {id(s): s for s in topology.sources_by_topic.values()}
-        if len(sources) != 1 or task.stores:
+        """``task`` fused from its source, or None unless it is one source, fusable operators and a
+        sink (:func:`fusion_blocker` says why not)."""
+        if task.stores or fusion_blocker(task.topology, task.default_timestamp_extractor) is not None:
             return None
-        (source,) = sources.values()
-        extractor = source.timestamp_extractor or task.default_timestamp_extractor
-        if not record_timestamp_extractor(extractor):
-            return None
+        (source,) = {id(s): s for s in task.topology.sources_by_topic.values()}.values()
         chain = _fusable_line(source)
-        if chain is None or len(chain) + 1 != len(topology.processors):
-            return None
+        assert not isinstance(chain, str)
         return FusedChain(task, source, chain)
 
     @staticmethod
@@ -128,7 +162,9 @@ class FusedChain:
         """What follows ``node_name`` in ``task`` fused, or None unless it is fusable operators and a sink."""
         node = task.node(node_name)
         chain = _fusable_line(node) if node is not None else None
-        return FusedChain(task, node, chain) if node is not None and chain else None
+        if node is None or not chain or isinstance(chain, str):
+            return None
+        return FusedChain(task, node, chain)
 
     # ------------------------------------------------------------------ building
     def _build(self, index: int) -> Step:

@@ -5,11 +5,11 @@ the engine's stage must have all of it before it processes any: a topic's
 rows may arrive out of offset order (Spark's sort before the stage
 interleaves its spill runs), and with several topics (joins) the task picks
 among them by head timestamp. Held as pandas frames that is ~150 bytes a
-record, and a join cannot be capped per micro-batch (``micro_batch_cap`` in
-runner.py): a join over a 50M-record backlog read as one batch took 16.4 GB
+record, and a join cannot be capped per micro-batch (the query's cap in
+plan.py): a join over a 50M-record backlog read as one batch took 16.4 GB
 (docs/benchmarks.md).
 
-:func:`held_input` keeps a task's frames in memory up to :data:`SPILL_ROWS`
+:func:`held_input` keeps a task's frames in memory up to ``spark.kspark.spillRows``
 rows. Beyond that it writes them, and every later frame, to Arrow IPC files
 in Spark's local directory, one file per topic, keeping only their offsets
 in memory (8 bytes a record). Read back, a topic whose offsets increase is
@@ -31,39 +31,28 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from kspark.config import positive_int
+from kspark.runtime.spark.settings import DEFAULT_SPILL_ROWS
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["BUCKET_ROWS", "SPILL_ROWS", "SPILL_ROWS_CONFIG", "SpilledInput", "held_input", "spill_rows"]
-
-SPILL_ROWS = 1_000_000
-"""Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
-
-SPILL_ROWS_CONFIG = "spark.kspark.spillRows"
-"""Config key: rows of one task's micro-batch held in memory before it spills (default :data:`SPILL_ROWS`)."""
+__all__ = ["BUCKET_ROWS", "SpilledInput", "held_input"]
 
 BUCKET_ROWS = 500_000
 """Rows of a topic read back out of offset order that are sorted in memory at once: ~50 MB as
-Arrow, ~100 MB while a bucket's batches are joined, under the ~150 MB of :data:`SPILL_ROWS` as
-pandas. Raised when a topic would need more than :data:`_MAX_BUCKETS` files; each bucket costs a
-write per file batch whose rows fall in it, so much smaller buckets make the pass slower."""
+Arrow, ~100 MB while a bucket's batches are joined, under the ~150 MB of the default
+``spark.kspark.spillRows`` as pandas. Raised when a topic would need more than
+:data:`_MAX_BUCKETS` files; each bucket costs a write per file batch whose rows fall in it, so
+much smaller buckets make the pass slower."""
 
 _MAX_BUCKETS = 256
 """Bucket files one topic's pass may hold open at once (one descriptor each)."""
 
 _COLUMNS = ("offset", "timestamp", "key", "value", "headers")
-
-
-def spill_rows(config: Mapping[str, Any]) -> int:
-    """:data:`SPILL_ROWS_CONFIG` from an application's config; a ``ConfigException`` names a bad value."""
-    configured = config.get(SPILL_ROWS_CONFIG)
-    return SPILL_ROWS if configured is None else positive_int(SPILL_ROWS_CONFIG, configured)
 
 
 def _local_dir() -> str:
@@ -275,7 +264,7 @@ def _sorted_file(path: str, step: int) -> Iterator[dict[str, list[Any]]]:
 
 @contextlib.contextmanager
 def held_input(
-    frames: Iterable[pd.DataFrame], spill_rows: int = SPILL_ROWS
+    frames: Iterable[pd.DataFrame], spill_rows: int = DEFAULT_SPILL_ROWS
 ) -> Iterator[list[pd.DataFrame] | SpilledInput]:
     """A task's non-empty frames as a list, or, past ``spill_rows`` rows, as a :class:`SpilledInput`
     whose files are removed when the block ends."""

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "DIRECT_READ",
     "SOURCE_NAME",
     "DirectPlan",
     "KafkaDirectSource",
@@ -66,9 +65,6 @@ __all__ = [
     "rate_limit",
     "register",
 ]
-
-DIRECT_READ = "spark.kspark.directRead"
-"""Config key: ``false`` reads stateless sub-topologies through Spark's Kafka source."""
 
 SOURCE_NAME = "kspark_kafka"
 """The data source's name in Spark (``spark.readStream.format(SOURCE_NAME)``)."""
@@ -107,7 +103,7 @@ class DirectPlan:
     starting: str  # "earliest" or "latest": where a new query starts
     max_offsets: int | None  # records per micro-batch, over all partitions
     consumer: Mapping[str, Any]  # librdkafka settings of the range readers
-    spec: TopologySpec = field(repr=False)
+    specs: Mapping[str, TopologySpec] = field(repr=False)  # the sub-topology reading each topic
 
     def options(self) -> dict[str, str]:
         """Data source options carrying this plan (Spark passes options as strings)."""
@@ -228,8 +224,8 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ---------------------------------------------------------------- worker side
     def read(self, partition: InputPartition) -> Iterator[tuple[int, int]]:
         assert isinstance(partition, OffsetRange)
-        spec = self.plan.spec
         topic, p = partition.topic, partition.partition
+        spec = self.plan.specs[topic]
         sender = RecordSender(spec.producer_config)
         records = 0
         for chunk in read_range(self.plan.consumer, topic, p, partition.start, partition.end):

@@ -2,7 +2,7 @@
 
 The connector (``spark-sql-kafka-0-10``) is not part of the pyspark wheel.
 kspark puts an explicit list of jars from its cache on ``spark.jars``
-(resolved once from Maven Central by :mod:`kspark.dev.jars`), rather than
+(resolved once from Maven Central by :mod:`kspark.jvm.jars`), rather than
 ``spark.jars.packages``, so a session starts offline and without Ivy.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kspark.dev.jars import BUNDLES, resolve_bundle
+from kspark.jvm.jars import BUNDLES, resolve_bundle
 
 __all__ = [
     "CONNECTOR_BUNDLE",

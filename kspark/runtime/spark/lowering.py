@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
+from kspark.errors import StreamsException
 from kspark.kstream.internals import kstream_processors as kp
 from kspark.kstream.internals.change import Change
 from kspark.kstream.internals.ktable_processors import KStreamCount, KStreamReduce
@@ -84,6 +85,7 @@ from kspark.processor.internals.timestamp_extractors import (
     LogAndSkipOnInvalidTimestamp,
     UsePartitionTimeOnInvalidTimestamp,
 )
+from kspark.runtime.spark.settings import NATIVE_LOWERING, RunnerSettings
 from kspark.serde.api import Serde
 from kspark.serde.primitives import (
     ByteArrayDeserializer,
@@ -100,18 +102,16 @@ if TYPE_CHECKING:
     from kspark.runtime.spark.tasks import TopologySpec
 
 __all__ = [
-    "NATIVE_LOWERING",
     "NativeCount",
     "NativeReduce",
     "native_count",
+    "lower",
     "store_key",
     "has_headers",
     "count_plan",
     "CountTail",
 ]
 
-NATIVE_LOWERING = "spark.kspark.nativeLowering"
-"""Config key: ``false`` runs every stateful sub-topology in the engine (default ``true``)."""
 
 _log = logging.getLogger(__name__)
 
@@ -164,6 +164,8 @@ class NativeCount:
     windows: TimeWindows | None = None  # a windowed count's windows (windowed_count.py)
     to_stream: str | None = None  # the count's only child when it is a plain toStream()
     reduce: NativeReduce | None = None  # a reduce Spark computes instead of a count
+    # What follows the aggregation runs as a fused chain (the physical plan decides: plan.py).
+    fused_tail: bool = False
 
     @property
     def column(self) -> str:
@@ -178,7 +180,9 @@ class NativeCount:
         ``Change`` the count forwards exists only for ``toStream()`` to unwrap (and cannot fail).
         """
         entry = self.to_stream or self.aggregate
-        fused = FusedChain.after(task, entry)
+        fused = FusedChain.after(task, entry) if self.fused_tail else None
+        if self.fused_tail and fused is None:
+            raise StreamsException(f"the plan fused what follows {entry}, but its task cannot be fused")
         if fused is not None:
             forward_value = fused.forward_value
             unwrapped = self.to_stream is not None
@@ -277,59 +281,81 @@ def native_count(
     builder: InternalTopologyBuilder, nodes: list[str], config: StreamsConfig
 ) -> NativeCount | None:
     """How to run sub-topology ``nodes`` as a native count, or None when it is not one (see module doc)."""
-    if str(config.get(NATIVE_LOWERING) or "true").lower() == "false" or config.cache_max_bytes() <= 0:
-        return None
+    plan = lower(builder, nodes, config, RunnerSettings.of(config))
+    return plan if isinstance(plan, NativeCount) else None
+
+
+def lower(
+    builder: InternalTopologyBuilder, nodes: list[str], config: StreamsConfig, settings: RunnerSettings
+) -> NativeCount | str:
+    """How to run sub-topology ``nodes`` natively, or why it is not lowered, in words (for the
+    physical plan: ``kspark describe --spark`` prints it)."""
+    if not settings.native_lowering:
+        return f"{NATIVE_LOWERING} is false"
+    if config.cache_max_bytes() <= 0:
+        return "the record cache is off (statestore.cache.max.bytes=0): every update is forwarded"
     with_stores = [n for n in nodes if builder.node_stores(n)]
     if len(with_stores) != 1:
-        return None
+        return f"{len(with_stores)} processors use stores (only a lone count or reduce is lowered)"
     (aggregate,) = with_stores
     supplier = builder.processor_supplier(aggregate)
     stores = builder.node_stores(aggregate)
+    name = type(supplier).__name__
+    if not isinstance(supplier, KStreamCount | KStreamWindowAggregate | KStreamReduce):
+        return f"{aggregate} ({name}) is not a count or reduce"
     windows = _count_windows(supplier)
-    if not isinstance(supplier, KStreamCount | KStreamWindowAggregate | KStreamReduce) or (
-        isinstance(supplier, KStreamWindowAggregate) and windows is None
-    ):
-        return None
-    if supplier.send_old_values or len(stores) != 1:
-        return None
+    if isinstance(supplier, KStreamWindowAggregate) and windows is None:
+        return f"{aggregate} is not a tumbling or hopping count that emits on update"
+    if supplier.send_old_values:
+        return f"{aggregate} forwards old values (a downstream table reads them)"
+    if len(stores) != 1:
+        return f"{aggregate} uses {len(stores)} stores"
     store_builder = builder.store_builder(stores[0])
-    if not store_builder.caching_enabled() or builder.store_users(stores[0]) != [aggregate]:
-        return None
+    if not store_builder.caching_enabled():
+        return f"store {stores[0]} has caching disabled (Materialized.with_caching_disabled)"
+    if builder.store_users(stores[0]) != [aggregate]:
+        return f"store {stores[0]} is used by other processors too"
     sources = builder.predecessors(aggregate)
     source_info = builder.source_deserializers(sources[0]) if len(sources) == 1 else None
     if source_info is None:
-        return None
+        return f"{aggregate} does not read a source directly"
     (source,) = sources
-    if builder.successors(source) != [aggregate] or len(builder.source_topics_of(source)) != 1:
-        return None
+    if builder.successors(source) != [aggregate]:
+        return f"source {source} feeds more than the aggregation"
+    if len(builder.source_topics_of(source)) != 1:
+        return f"source {source} reads several topics"
     key_deserializer = source_info[0] or _deserializer(config.default_key_serde())
     value_deserializer = source_info[1] or _deserializer(config.default_value_serde())
     store_key_serde = store_builder.key_serde or config.default_key_serde()
     key_kind = _kind(key_deserializer)
-    if key_kind is None or _kind(store_key_serde) != key_kind:
-        return None
-    reduce = None
+    if key_kind is None:
+        return f"key deserializer {_name(key_deserializer)} is not String or ByteArray"
+    if _kind(store_key_serde) != key_kind:
+        return f"the store's key serde {_name(store_key_serde)} differs from the source's"
+    reduce: NativeReduce | None = None
     if isinstance(supplier, KStreamReduce):
-        reduce = _native_reduce(supplier, value_deserializer, store_builder.value_serde, source, config)
-        if reduce is None:
-            return None
+        lowered = _native_reduce(supplier, value_deserializer, store_builder.value_serde, source, config)
+        if isinstance(lowered, str):
+            return lowered
+        reduce = lowered
     elif _kind(value_deserializer) is None:
-        return None
+        return f"value deserializer {_name(value_deserializer)} is not String or ByteArray"
     if not isinstance(source_info[2] or config.default_timestamp_extractor(), _RECORD_TIMESTAMP):
-        return None
+        return "a timestamp extractor other than the record's own timestamp"
     for node in nodes:
         if node in (source, aggregate):
             continue
         if builder.source_deserializers(node) is not None or builder.node_stores(node):
-            return None
+            return f"{node} is a second source or uses a store"
         node_supplier = builder.processor_supplier(node)
         if node_supplier is not None and not isinstance(node_supplier, _TAIL_SUPPLIERS):
-            return None
+            kind = type(node_supplier).__name__
+            return f"{node} ({kind}) after the aggregation is not a stateless DSL operator"
     children = builder.successors(aggregate)
     if not children or any(
         not isinstance(builder.processor_supplier(c), kp.KStreamMapValues) for c in children
     ):
-        return None  # anything but toStream() would read the table through its store
+        return f"{aggregate}'s table is read by more than to_stream()"  # would read it through its store
     only = builder.processor_supplier(children[0]) if len(children) == 1 else None
     plain = isinstance(only, kp.KStreamMapValues) and only.mapper is kp.new_value_of
     return NativeCount(
@@ -342,28 +368,37 @@ def native_count(
     )
 
 
+def _name(serde_or_deserializer: Any) -> str:
+    if serde_or_deserializer is None:
+        return "(none given, and no default serde configured)"
+    return type(serde_or_deserializer).__name__
+
+
 def _native_reduce(
     supplier: KStreamReduce,
     value_deserializer: Any,
     store_value_serde: Any,
     source: str,
     config: StreamsConfig,
-) -> NativeReduce | None:
+) -> NativeReduce | str:
     """A reduce Spark computes, when it gives exactly the engine's values and errors: a reducer of
     :data:`_NATIVE_REDUCERS` over Long or Integer values stored with the same serde, and a failing
     deserialization handler without a dead-letter queue (a value of the wrong size then fails the
-    query, as it fails the engine; a handler that skips it could not be asked from Spark)."""
+    query, as it fails the engine; a handler that skips it could not be asked from Spark).
+    Otherwise why not, in words."""
     size = _INT_DESERIALIZERS.get(type(value_deserializer))
     store_value = _deserializer(store_value_serde or config.default_value_serde())
-    if size is None or type(store_value) is not type(value_deserializer):
-        return None
+    if size is None:
+        return f"reduce of {_name(value_deserializer)} values (lowered: Long or Integer)"
+    if type(store_value) is not type(value_deserializer):
+        return f"the store's value serde {_name(store_value)} differs from the source's"
     if not isinstance(config.deserialization_exception_handler(), LogAndFailExceptionHandler):
-        return None
+        return "a deserialization handler other than log_and_fail"
     if config.dead_letter_queue_topic():
-        return None
+        return "a dead-letter queue is configured"
     function = _reducer_name(supplier)
     if function is None:
-        return None
+        return "the reducer is not operator.add, min or max (a function's body is opaque)"
     return NativeReduce(function, size, type(value_deserializer).__name__, source)
 
 

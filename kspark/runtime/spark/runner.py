@@ -1,11 +1,12 @@
-"""Driver side of the Spark runner: a topology compiled to Spark Structured Streaming queries.
+"""Driver side of the Spark runner: a topology executed as Spark Structured Streaming queries.
 
-One streaming query per sub-topology. Sub-topologies are joined by their
-repartition topics in Kafka, exactly as Kafka Streams joins them; a query
-that has nothing but stateless processors reads its input in the Python
-workers and runs them there (:mod:`kspark.runtime.spark.direct_source`; or,
-with ``spark.kspark.directRead=false``, in ``mapInArrow`` over Spark's Kafka
-source), one with state stores groups its input by task
+The runner executes the topology's physical plan (:mod:`kspark.runtime.spark.plan`,
+which decides everything: stages, queries, caps). Sub-topologies are joined
+by their repartition topics in Kafka, exactly as Kafka Streams joins them;
+each query runs one or more sub-topologies of one stage: stateless ones
+read their input in the Python workers and run there
+(:mod:`kspark.runtime.spark.direct_source`; or in ``mapInArrow`` over
+Spark's Kafka source), stateful ones group their input by task
 (:mod:`kspark.runtime.spark.tasks`), a plain ``count()`` is computed by
 Spark's own streaming aggregation (:mod:`kspark.runtime.spark.lowering`) and a
 windowed count by a stage of its own (:mod:`kspark.runtime.spark.windowed_count`).
@@ -21,6 +22,7 @@ executors; what reaches the driver per batch is one count per Spark task.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -29,91 +31,46 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kspark.config import StreamsConfig, boolean, positive_int
+from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
-from kspark.runtime.spark.direct_source import DIRECT_READ, SOURCE_NAME, DirectPlan, direct_consumer_settings
+from kspark.runtime.spark.direct_source import SOURCE_NAME, DirectPlan
 from kspark.runtime.spark.direct_source import register as register_direct_source
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
-from kspark.runtime.spark.lowering import (
-    CountTail,
-    NativeCount,
-    count_plan,
-    has_headers,
-    native_count,
-    store_key,
-)
-from kspark.runtime.spark.partition_reader import consumer_config
+from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
+from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
+from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
-from kspark.runtime.spark.tasks import TASK_INPUT_COLUMN, StatelessStage, TaskStage, TopologySpec
+from kspark.runtime.spark.tasks import (
+    TASK_INPUT_COLUMN,
+    StatelessStage,
+    TaskGroup,
+    TaskStage,
+    TopologySpec,
+)
 from kspark.runtime.spark.windowed_count import WindowedCountStage
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
     from kspark.processor.topology import Topology
 
-__all__ = [
-    "SubtopologyPlan",
-    "SparkRunner",
-    "MissingSourceTopicException",
-    "MAX_OFFSETS_PER_TRIGGER",
-    "STATEFUL_RECORDS_PER_TASK",
-    "micro_batch_cap",
-]
-
-MAX_OFFSETS_PER_TRIGGER = "spark.kspark.maxOffsetsPerTrigger"
-"""Config key: at most this many input records per micro-batch (Spark's ``maxOffsetsPerTrigger``)."""
-
-STATEFUL_RECORDS_PER_TASK = 2_500_000
-"""Default cap of a stateful stage's micro-batch, per task, when :data:`MAX_OFFSETS_PER_TRIGGER`
-is not set. Spark hands a ``transformWithStateInPandas`` task its whole micro-batch, which the
-stage holds as pandas columns (~150 bytes a record) until it has seen every row, so that it can
-process them in offset order: one 50M-record batch of a windowed count took 7.9 GB. Kafka
-Streams buffers a bounded number of records per partition too (``buffered.records.per.partition``)."""
+__all__ = ["SparkRunner", "MissingSourceTopicException", "PlanChangedException"]
 
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+_PLAN_FILE = "plan.json"
 
 _log = logging.getLogger(__name__)
-
-
-def micro_batch_cap(plan: SubtopologyPlan, configured: Any, tasks: int) -> int | None:
-    """Spark's ``maxOffsetsPerTrigger`` for a sub-topology's query; None: no cap.
-
-    :data:`MAX_OFFSETS_PER_TRIGGER` when set, else :data:`STATEFUL_RECORDS_PER_TASK` per task
-    for a stage that holds its tasks' batches in Python (stateless stages stream their input;
-    a native plain count is Spark's own aggregation, which spills). Never for a sub-topology
-    that reads several topics: Spark splits the cap over partitions by lag, so a join's small
-    table topic would trail its stream, and stream records would miss table rows that Kafka
-    Streams (which waits for partitions with known lag, KIP-695) would already have read.
-    """
-    cap = None if configured is None else positive_int(MAX_OFFSETS_PER_TRIGGER, configured)
-    if len(plan.source_topics) != 1:
-        return None
-    if cap is not None:
-        return cap
-    spark_aggregates = plan.native is not None and plan.native.windows is None
-    if plan.stateful and not spark_aggregates:
-        return STATEFUL_RECORDS_PER_TASK * tasks
-    return None
 
 
 class MissingSourceTopicException(StreamsException):
     """A source topic of the topology does not exist on the cluster."""
 
 
-@dataclass(frozen=True)
-class SubtopologyPlan:
-    """How one sub-topology runs: its input topics and whether it needs a stateful stage."""
-
-    subtopology: int
-    source_topics: tuple[str, ...]
-    stateful: bool
-    query_name: str
-    native: NativeCount | None = None  # a count Spark computes itself (lowering.py)
+class PlanChangedException(StreamsException):
+    """The application's checkpoints were written by a different physical plan."""
 
 
 _PYTHON_ERROR_LINE = re.compile(r"^[\w.]+(?:Error|Exception): .+")
@@ -199,6 +156,7 @@ class SparkRunner:
     def __init__(self, topology: Topology, config: StreamsConfig, spark: SparkSession) -> None:
         self.topology = topology
         self.config = config
+        self.settings = RunnerSettings.of(config)
         self.spark = spark
         self.builder = topology.internal_builder
         self.builder.set_application_id(config.application_id())
@@ -209,32 +167,25 @@ class SparkRunner:
         self._stopping = threading.Event()
         self.records_written = 0
         self.partitions: dict[str, int] = {}
+        self.physical: PhysicalPlan | None = None
         self.instance = uuid.uuid4().hex
 
     # ------------------------------------------------------------------ planning
-    def plan(self) -> list[SubtopologyPlan]:
-        plans = []
-        groups = self.builder.node_groups()
-        for sub in self.builder.subtopology_ids():
-            nodes = groups[sub]
-            topics = sorted({self._topic(t) for n in nodes for t in self.builder.source_topics_of(n)})
-            stateful = any(self.builder.node_stores(n) for n in nodes)
-            native = native_count(self.builder, nodes, self.config) if stateful else None
-            plans.append(
-                SubtopologyPlan(
-                    sub, tuple(topics), stateful, f"{self.config.application_id()}-subtopology-{sub}", native
-                )
-            )
-        return plans
+    def plan(self) -> PhysicalPlan:
+        """The physical plan over the partition counts :meth:`prepare_topics` found."""
+        if self.physical is None:
+            self.physical = physical_plan(self.topology, self.config, self.partitions or None)
+        return self.physical
 
     def _topic(self, name: str) -> str:
         """The topic's name on the cluster: internal topics carry the application id."""
         return self.builder.decorate_topic(name) if self.builder.is_internal_topic(name) else name
 
-    def checkpoint_dir(self, plan: SubtopologyPlan) -> str:
-        return os.path.join(
-            self.config.state_dir(), self.config.application_id(), "spark", f"subtopology-{plan.subtopology}"
-        )
+    def _spark_dir(self) -> str:
+        return os.path.join(self.config.state_dir(), self.config.application_id(), "spark")
+
+    def checkpoint_dir(self, query: QueryPlan) -> str:
+        return os.path.join(self._spark_dir(), query.checkpoint)
 
     def _changelog_topics(self) -> dict[str, str]:
         app = self.config.application_id()
@@ -244,8 +195,9 @@ class SparkRunner:
         return topics
 
     # ------------------------------------------------------------------ topics
-    def prepare_topics(self) -> None:
-        """Fail on missing source topics; create the repartition topics the topology declares."""
+    def prepare_topics(self) -> PhysicalPlan:
+        """Fail on missing source topics; create the repartition topics the topology declares;
+        plan over the partition counts found, and check the checkpoints are this plan's."""
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
         admin = AdminClient({"bootstrap.servers": ",".join(self.config.bootstrap_servers())})
@@ -269,7 +221,8 @@ class SparkRunner:
             to_create.append(
                 NewTopic(topic, num_partitions=props.partitions or max_source, replication_factor=-1)
             )
-        self.partitions = dict(existing)
+        wanted = {*external, *(t for t, p in internal.items() if p.kind == "repartition")}
+        self.partitions = {t: n for t, n in existing.items() if t in wanted}
         for t in to_create:
             self.partitions[t.topic] = t.num_partitions
         if to_create:
@@ -279,60 +232,106 @@ class SparkRunner:
                 except Exception as e:  # an existing topic (a racing instance) is fine
                     if "TOPIC_ALREADY_EXISTS" not in str(e):
                         raise StreamsException(f"Could not create internal topic {topic}: {e}") from e
+        self.physical = None
+        plan = self.plan()
+        self._check_checkpoints(plan)
+        return plan
+
+    def _check_checkpoints(self, plan: PhysicalPlan) -> None:
+        """Refuse checkpoints written by another plan, rather than start some queries afresh.
+
+        Each query keeps its offsets and state in its own checkpoint, under a name
+        given by the sub-topologies it runs; a changed plan (another grouping, a
+        stage switched by a setting, a changed topology) would find none for some
+        queries and read their input again from the start, beside orphaned state.
+        """
+        directory = self._spark_dir()
+        described = {
+            q.checkpoint: {
+                "stage": q.stage.name,
+                "subtopologies": [s.subtopology for s in q.subtopologies],
+                "topics": list(q.source_topics),
+            }
+            for q in plan.queries
+        }
+        path = os.path.join(directory, _PLAN_FILE)
+        on_disk = {d for d in os.listdir(directory) if d != _PLAN_FILE} if os.path.isdir(directory) else set()
+        recorded: dict[str, Any] = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                recorded = json.load(fh)
+        changed = sorted(
+            name
+            for name in on_disk
+            if name not in described or (name in recorded and recorded[name] != described[name])
+        )
+        if changed:
+            raise PlanChangedException(
+                f"The checkpoints of application '{self.config.application_id()}' in {directory} were "
+                f"written by another physical plan (checkpoints {changed}; this plan's queries: "
+                f"{sorted(described)}): the topology or a spark.kspark.* setting changed. Reset the "
+                "application (delete that directory and its internal topics) or use a new application.id"
+            )
+        os.makedirs(directory, exist_ok=True)
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump(described, fh, indent=1, sort_keys=True)
+        os.replace(path + ".tmp", path)
 
     # ------------------------------------------------------------------ queries
-    def _stage(self, plan: SubtopologyPlan, *, continuous: bool) -> tuple[DataFrame, Any]:
-        """The query's streaming DataFrame and the ``foreachBatch`` tail to run over its rows (or None)."""
-        from pyspark.sql import functions as F
-
-        consumer = self.config.prefixed("consumer.")
-        options = {f"kafka.{k}": str(v) for k, v in consumer.items()}
-        max_offsets = self.config.get(MAX_OFFSETS_PER_TRIGGER)
-        cap = micro_batch_cap(plan, max_offsets, self.task_count(plan))
-        if cap is not None:
-            options["maxOffsetsPerTrigger"] = str(cap)
-        elif max_offsets is not None:  # a join's: see micro_batch_cap
-            _log.warning(
-                "%s is ignored for %s: it reads %d topics, and a cap would let one trail the others",
-                MAX_OFFSETS_PER_TRIGGER,
-                plan.query_name,
-                len(plan.source_topics),
-            )
-        reset = str(self.config.get("auto.offset.reset") or "earliest")
+    def _spec(self, subtopology: int, fused: bool, continuous: bool) -> TopologySpec:
         bootstrap = ",".join(self.config.bootstrap_servers())
-        spec = TopologySpec(
+        return TopologySpec(
             self.topology,
             self.config.originals(),
-            plan.subtopology,
+            subtopology,
             self._changelog_topics(),
             self.instance,
             producer_config(bootstrap, {k: v for k, v in self.config.prefixed("producer.").items()}),
             timers=continuous,
             has_global_stores=bool(self.builder.global_store_names()),
+            fused=fused,
         )
-        partitions = {t: self.partitions[t] for t in plan.source_topics}
+
+    def _stage(self, query: QueryPlan, *, continuous: bool) -> tuple[DataFrame, Any]:
+        """The query's streaming DataFrame and the ``foreachBatch`` tail to run over its rows (or None)."""
+
+        specs = {
+            s.subtopology: self._spec(s.subtopology, s.fused and not s.stateful, continuous)
+            for s in query.subtopologies
+        }
+        by_topic = {t: specs[s.subtopology] for s in query.subtopologies for t in s.source_topics}
+        partitions = {t: self.partitions[t] for t in query.source_topics}
+        reset = str(self.config.get("auto.offset.reset") or "earliest")
         starting = "latest" if reset == "latest" else "earliest"
-        settings = self.direct_read_settings(plan)
-        if settings is not None:
-            direct = DirectPlan(bootstrap, partitions, starting, cap, settings, spec)
+        bootstrap = ",".join(self.config.bootstrap_servers())
+        cap = query.max_offsets_per_trigger
+        if query.stage is Stage.DIRECT_READ:
+            consumer = query.subtopologies[0].consumer
+            assert consumer is not None
+            direct = DirectPlan(bootstrap, partitions, starting, cap, consumer, by_topic)
             register_direct_source(self.spark)
             return self.spark.readStream.format(SOURCE_NAME).options(**direct.options()).load(), None
+        options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
+        if cap is not None:
+            options["maxOffsetsPerTrigger"] = str(cap)
         source = read_kafka(self.spark, bootstrap, partitions, starting_offsets=starting, options=options)
-        if not plan.stateful:
-            return source.mapInArrow(StatelessStage(spec), WRITTEN_DDL), None
-        # Task p is grouped under a key that Spark's hash places in shuffle partition p (shuffle.py).
-        keys = F.array(
-            *[F.lit(task_grouping_key(p, self.task_count(plan))) for p in range(self.task_count(plan))]
-        )
-        task = F.element_at(keys, F.col("partition") + 1)
-        if plan.native is not None and plan.native.windows is None:
-            return count_plan(source, plan.native), CountTail(spec, plan.native, plan.source_topics[0])
-        if plan.native is not None:
-            counted = WindowedCountStage(spec, plan.native, plan.source_topics[0])
+        if query.stage is Stage.SPARK_SOURCE:
+            return source.mapInArrow(StatelessStage(by_topic), WRITTEN_DDL), None
+        first = query.subtopologies[0]
+        native = first.native
+        if query.stage in (Stage.NATIVE_COUNT, Stage.NATIVE_REDUCE):
+            assert native is not None
+            return count_plan(source, native), CountTail(
+                specs[first.subtopology], native, first.source_topics[0]
+            )
+        task = self._task_column(query)
+        if query.stage is Stage.NATIVE_WINDOWED_COUNT:
+            assert native is not None
+            counted = WindowedCountStage(specs[first.subtopology], native, first.source_topics[0])
             stage = (
                 source.select(
                     task.alias(TASK_INPUT_COLUMN),
-                    store_key(plan.native).alias("key"),
+                    store_key(native).alias("key"),
                     "timestamp",
                     "offset",
                     has_headers().alias("has_headers"),  # not the headers: windowed_count.py
@@ -341,13 +340,19 @@ class SparkRunner:
                 .transformWithStateInPandas(counted, WRITTEN_DDL, "Update", "None")
             )
             return stage, None
+        bases = query.task_bases()
+        group = TaskGroup(
+            tuple(specs[s.subtopology] for s in query.subtopologies),
+            tuple(bases[s.subtopology] for s in query.subtopologies),
+            tuple(s.tasks or 0 for s in query.subtopologies),
+        )
         stage = (
             source.withColumn(TASK_INPUT_COLUMN, task)
             .groupBy(TASK_INPUT_COLUMN)
             .transformWithStateInPandas(
                 # Processing-time timers fire wall-clock punctuations of idle tasks; but with them
                 # Spark keeps running no-data batches, so an availableNow query would never end.
-                TaskStage(spec),
+                TaskStage(group, self.settings.spill_rows),
                 WRITTEN_DDL,
                 "Update",
                 "ProcessingTime" if continuous else "None",
@@ -355,34 +360,36 @@ class SparkRunner:
         )
         return stage, None
 
-    def direct_read_settings(self, plan: SubtopologyPlan) -> dict[str, Any] | None:
-        """The librdkafka settings with which the Python workers read a stateless sub-topology's
-        input (direct_source.py), or None when Spark's Kafka source reads it: a stateful one,
-        ``spark.kspark.directRead=false``, or ``consumer.*`` settings librdkafka does not know."""
-        enabled = boolean(DIRECT_READ, self.config.get(DIRECT_READ), True)  # checked for every plan
-        if plan.stateful or not enabled:
-            return None
-        settings = direct_consumer_settings(self.config.prefixed("consumer."))
-        if settings is None:
-            return None
-        group = f"{self.config.application_id()}-kspark-reader"
-        return consumer_config(",".join(self.config.bootstrap_servers()), group, settings)
+    def _task_column(self, query: QueryPlan) -> Column:
+        """Each record's grouping key: its task's query-wide number (``QueryPlan.task_bases``) as a
+        key that Spark's hash places in that shuffle partition (shuffle.py)."""
+        from pyspark.sql import functions as F
 
-    def task_count(self, plan: SubtopologyPlan) -> int:
-        """Tasks of a sub-topology: one per partition of its widest input topic, as in Kafka Streams."""
-        return max(self.partitions[t] for t in plan.source_topics)
+        tasks = query.tasks
+        assert tasks is not None
+        bases = query.task_bases()
+        base_of = {t: bases[s.subtopology] for s in query.subtopologies for t in s.source_topics}
+        keys = F.array(*[F.lit(task_grouping_key(n, tasks)) for n in range(tasks)])
+        if set(base_of.values()) == {0}:
+            number = F.col("partition")
+        else:
+            pairs = [c for t, b in sorted(base_of.items()) for c in (F.lit(t), F.lit(b))]
+            number = F.element_at(F.create_map(*pairs), F.col("topic")) + F.col("partition")
+        return F.element_at(keys, number + 1)
 
     def _on_batch(self, batch_id: int, written: int) -> None:
         self.records_written += written
 
-    def start_query(self, plan: SubtopologyPlan, *, available_now: bool) -> StreamingQuery:
-        stage, tail = self._stage(plan, continuous=not available_now)
+    def start_query(self, query: QueryPlan, *, available_now: bool) -> StreamingQuery:
+        if self.settings.max_offsets_per_trigger is not None and query.max_offsets_per_trigger is None:
+            _log.warning("spark.kspark.maxOffsetsPerTrigger is ignored for %s: %s", query.name, query.cap)
+        stage, tail = self._stage(query, continuous=not available_now)
         run_batch = _RunBatch(self._on_batch, tail, self._stopping)
-        self._batch_functions[plan.query_name] = run_batch
+        self._batch_functions[query.name] = run_batch
         writer = (
-            stage.writeStream.queryName(plan.query_name)
+            stage.writeStream.queryName(query.name)
             .foreachBatch(run_batch)
-            .option("checkpointLocation", self.checkpoint_dir(plan))
+            .option("checkpointLocation", self.checkpoint_dir(query))
             .outputMode("update")
         )
         if available_now:
@@ -392,43 +399,48 @@ class SparkRunner:
         # A stateful stage runs one Spark task per Kafka Streams task. The query keeps this
         # setting in its checkpoint; the session's own value is put back for other work.
         previous = self.spark.conf.get(_SHUFFLE_PARTITIONS, None)
-        if plan.stateful:
-            self.spark.conf.set(_SHUFFLE_PARTITIONS, str(self.task_count(plan)))
+        if query.stage.stateful and query.tasks is not None:
+            self.spark.conf.set(_SHUFFLE_PARTITIONS, str(query.tasks))
         try:
-            query = writer.start()
+            started = writer.start()
         finally:
             if previous is not None:
                 self.spark.conf.set(_SHUFFLE_PARTITIONS, previous)
-        self.queries.append(query)
-        return query
+        self.queries.append(started)
+        return started
 
     def process_available(self) -> int:
-        """Run each sub-topology over what its topics hold now, upstream first, until nothing moves."""
-        self.prepare_topics()
-        plans = self.plan()
+        """Run each query over what its topics hold now, levels upstream first, until nothing moves."""
+        plan = self.prepare_topics()
+        levels = plan.levels()
         total = 0
-        for _ in range(max(2, len(plans) + 1)):
+        for _ in range(max(2, len(plan.queries) + 1)):
             moved = 0
-            for plan in plans:
-                query = self.start_query(plan, available_now=True)
-                try:
-                    query.awaitTermination()
-                except Exception as e:  # pyspark's StreamingQueryException: re-raised as ours, cause kept
-                    raise StreamsException(f"{plan.query_name} failed: {_first_line(e)}") from e
-                finally:
-                    self.queries.remove(query)
-                read = self._batch_functions[plan.query_name].records_read
-                rows = sum(int(p["numInputRows"]) for p in query.recentProgress)
-                moved += read if read is not None else rows
+            for level in levels:
+                for query_plan in level:
+                    moved += self._run_available(query_plan)
             total += moved
-            if moved == 0 or len(plans) == 1:
+            if moved == 0 or len(levels) == 1:
                 break
         return total
 
+    def _run_available(self, query_plan: QueryPlan) -> int:
+        """One ``availableNow`` run of a query; the input records it read."""
+        query = self.start_query(query_plan, available_now=True)
+        try:
+            query.awaitTermination()
+        except Exception as e:  # pyspark's StreamingQueryException: re-raised as ours, cause kept
+            raise StreamsException(f"{query_plan.name} failed: {_first_line(e)}") from e
+        finally:
+            self.queries.remove(query)
+        read = self._batch_functions[query_plan.name].records_read
+        rows = sum(int(p["numInputRows"]) for p in query.recentProgress)
+        return read if read is not None else rows
+
     def start(self) -> list[StreamingQuery]:
         self._stopping.clear()
-        self.prepare_topics()
-        return [self.start_query(plan, available_now=False) for plan in self.plan()]
+        plan = self.prepare_topics()
+        return [self.start_query(q, available_now=False) for q in plan.queries]
 
     def failure(self) -> BaseException | None:
         for q in self.queries:

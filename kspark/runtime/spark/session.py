@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kspark.dev.jars import kspark_home
+from kspark.jvm.jars import kspark_home
 from kspark.runtime.spark.jars import (
     CONNECTOR_CLASS,
     connector_jars,

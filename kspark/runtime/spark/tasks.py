@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
+from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.processor.internals.fused import FusedChain
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
-from kspark.runtime.spark.batch_input import SpilledInput, held_input, spill_rows
+from kspark.runtime.spark.batch_input import SpilledInput, held_input
 from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
 from kspark.runtime.spark.kafka_io import RecordSender
 from kspark.runtime.spark.shuffle import task_of
@@ -63,6 +64,7 @@ __all__ = [
     "TopologySpec",
     "StatelessStage",
     "TaskStage",
+    "TaskGroup",
     "TaskMeta",
     "WarmTask",
     "warm_entry",
@@ -122,6 +124,7 @@ class TopologySpec:
     producer_config: Mapping[str, Any]  # librdkafka settings of the stage's RecordSender
     timers: bool = False  # processing-time timers drive wall-clock punctuation (continuous runs only)
     has_global_stores: bool = False
+    fused: bool = False  # the physical plan fused the (stateless) task from its source (plan.py)
 
     def global_replica(self) -> GlobalStateReplica | None:
         """This worker's global stores, caught up with their topics (None without global stores)."""
@@ -229,25 +232,35 @@ def warm_stateless_task(spec: TopologySpec, partition: int) -> WarmTask:
     warm = warm_entry(spec, partition)
     if warm is None:
         task = spec.build_task(partition)
-        warm = WarmTask(0, task, fused=FusedChain.of(task))
+        fused = FusedChain.of(task) if spec.fused else None
+        if spec.fused and fused is None:
+            raise StreamsException(
+                f"the plan fused sub-topology {spec.subtopology}, but its task {task.task_id} cannot be fused"
+            )
+        warm = WarmTask(0, task, fused=fused)
         keep_warm(spec, partition, warm)
     return warm
 
 
 class StatelessStage:
-    """``mapInArrow`` body for a sub-topology without stores: one Kafka topic-partition per call."""
+    """``mapInArrow`` body for sub-topologies without stores: one Kafka topic-partition per call.
 
-    def __init__(self, spec: TopologySpec) -> None:
-        self.spec = spec
+    ``specs``: the sub-topology of each input topic (a query may run several, plan.py)."""
+
+    def __init__(self, specs: Mapping[str, TopologySpec]) -> None:
+        self.specs = dict(specs)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sender = RecordSender(self.spec.producer_config)
+        sender: RecordSender | None = None
         for batch in batches:
-            self.spec.global_replica()
             for (topic, partition), cols in _by_topic_partition(batch):
+                spec = self.specs[topic]
+                if sender is None:
+                    sender = RecordSender(spec.producer_config)
+                spec.global_replica()
                 columns = (cols["offset"], cols["timestamp"], cols["key"], cols["value"], cols["headers"])
-                process_stateless(self.spec, sender, topic, partition, *columns, kafka_headers)
-        yield written_batch(sender.close())
+                process_stateless(spec, sender, topic, partition, *columns, kafka_headers)
+        yield written_batch(sender.close() if sender is not None else 0)
 
 
 def process_stateless(
@@ -409,6 +422,24 @@ def stateful_processor_base() -> type:
     return StatefulProcessor
 
 
+@dataclass(frozen=True)
+class TaskGroup:
+    """The tasks of one query's sub-topologies, numbered query-wide: ``specs[i]``'s task ``p`` is
+    number ``bases[i] + p`` (:meth:`~kspark.runtime.spark.plan.QueryPlan.task_bases`), which is
+    its Spark shuffle partition and the grouping key's task (:mod:`~kspark.runtime.spark.shuffle`)."""
+
+    specs: tuple[TopologySpec, ...]
+    bases: tuple[int, ...]
+    tasks: tuple[int, ...]
+
+    def locate(self, number: int) -> tuple[TopologySpec, int]:
+        """The sub-topology and partition of the query's task ``number``."""
+        for spec, base, n in zip(self.specs, self.bases, self.tasks, strict=True):
+            if base <= number < base + n:
+                return spec, number - base
+        raise StreamsException(f"task number {number} is outside this query's {sum(self.tasks)} tasks")
+
+
 class TaskStage(stateful_processor_base()):  # type: ignore[misc]
     """``transformWithStateInPandas`` body: one Kafka Streams task per grouping key.
 
@@ -428,20 +459,20 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
     Kafka Streams restores a store from its changelog topic.
     """
 
-    def __init__(self, spec: TopologySpec) -> None:
-        self.spec = spec
-        self.spill_rows = spill_rows(spec.config)  # checked here, on the driver, when the query starts
+    def __init__(self, group: TaskGroup, spill_rows: int) -> None:
+        self.group = group
+        self.spill_rows = spill_rows
 
     def init(self, handle: Any) -> None:
         self._handle = handle
         self._meta, self._changelog = task_state(handle)
 
-    def _warm_task(self, partition: int) -> tuple[TaskMeta, WarmTask]:
+    def _warm_task(self, spec: TopologySpec, partition: int) -> tuple[TaskMeta, WarmTask]:
         """The task warm from the last batch, or rebuilt and restored from its changelog."""
-        meta, warm = current_warm(self.spec, partition, self._meta)
+        meta, warm = current_warm(spec, partition, self._meta)
         if warm is not None:
             return meta, warm
-        task = self.spec.build_task(partition, meta.processor_metadata)
+        task = spec.build_task(partition, meta.processor_metadata)
         latest = restored_changelog(self._changelog, meta)
         callbacks = task.context.restore_callbacks
         for name, records in latest.items():
@@ -458,7 +489,8 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
-        # Past SPILL_ROWS rows the batch waits on local disk, not as pandas frames (batch_input.py).
+        # Past spark.kspark.spillRows rows the batch waits on local disk, not as pandas frames
+        # (batch_input.py).
         with held_input(rows, self.spill_rows) as frames:
             result = self._step(task_of(int(key[0])), frames)
         yield result
@@ -467,31 +499,38 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         """A wall-clock punctuation is due and the task got no records this batch."""
         yield self._step(task_of(int(key[0])), [])
 
-    def _step(self, partition: int, frames: list[pd.DataFrame] | SpilledInput) -> pd.DataFrame:
-        """One commit of the task: queue the batch's records, process, punctuate, persist."""
-        meta, warm = self._warm_task(partition)
+    def _step(self, number: int, frames: list[pd.DataFrame] | SpilledInput) -> pd.DataFrame:
+        """One commit of the query's task ``number``: queue the batch's records, process,
+        punctuate, persist."""
+        spec, partition = self.group.locate(number)
+        meta, warm = self._warm_task(spec, partition)
         try:
-            return self._commit(partition, meta, warm, frames)
+            return self._commit(spec, partition, meta, warm, frames)
         except BaseException:
             # The task's memory may hold part of an uncommitted batch: never reuse it. A retry
             # restores the task from the state Spark committed.
-            evict_warm(self.spec, partition)
+            evict_warm(spec, partition)
             raise
 
     def _commit(
-        self, partition: int, meta: TaskMeta, warm: WarmTask, frames: list[pd.DataFrame] | SpilledInput
+        self,
+        spec: TopologySpec,
+        partition: int,
+        meta: TaskMeta,
+        warm: WarmTask,
+        frames: list[pd.DataFrame] | SpilledInput,
     ) -> pd.DataFrame:
         import pandas as pd
 
-        self.spec.global_replica()
+        spec.global_replica()
         task = warm.task
         # Spark commits the task's state only with the whole micro-batch; output written
         # before a failure is written again by the retry (at-least-once).
-        sender = RecordSender(self.spec.producer_config)
+        sender = RecordSender(spec.producer_config)
         changelog: list[_Entry] = []
 
         def emit() -> None:
-            emitted, entries = self._split_changelog(task.drain_output())
+            emitted, entries = _split_changelog(spec, task.drain_output())
             sender.send(emitted)
             changelog.extend(entries)
 
@@ -502,7 +541,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         written = sender.close()
         fold_changelog(warm.latest, changelog)
         rows = persist_changelog(self._changelog, meta.changelog_rows, warm.latest, changelog)
-        timer = self._set_timer(meta.timer, task)
+        timer = self._set_timer(spec, meta.timer, task)
         epoch = meta.epoch + 1
         self._meta.update(
             (
@@ -515,12 +554,12 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
             )
         )
         warm.epoch = epoch
-        keep_warm(self.spec, partition, warm)
+        keep_warm(spec, partition, warm)
         return pd.DataFrame({"written": [written]}, dtype="int64")
 
-    def _set_timer(self, current: int, task: StreamTask) -> int:
+    def _set_timer(self, spec: TopologySpec, current: int, task: StreamTask) -> int:
         """Keep one processing-time timer at the task's next wall-clock punctuation; -1: none."""
-        if not self.spec.timers:
+        if not spec.timers:
             return -1
         due = task.next_wall_clock_punctuation()
         wanted = -1 if due is None else due
@@ -531,21 +570,24 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
                 self._handle.registerTimer(wanted)
         return wanted
 
-    def _split_changelog(self, outputs: list[OutputRecord]) -> tuple[list[OutputRecord], list[_Entry]]:
-        """(records meant for Kafka, changelog entries (store, key, value, timestamp))."""
-        emitted: list[OutputRecord] = []
-        changelog: list[_Entry] = []
-        stores = self.spec.changelog_topics
-        for rec in outputs:
-            store = stores.get(rec.topic)
-            if store is None:
-                emitted.append(rec)
-            elif rec.key is not None:
-                changelog.append((store, rec.key, rec.value, rec.timestamp))
-        return emitted, changelog
-
     def close(self) -> None:
         pass
+
+
+def _split_changelog(
+    spec: TopologySpec, outputs: list[OutputRecord]
+) -> tuple[list[OutputRecord], list[_Entry]]:
+    """(records meant for Kafka, changelog entries (store, key, value, timestamp))."""
+    emitted: list[OutputRecord] = []
+    changelog: list[_Entry] = []
+    stores = spec.changelog_topics
+    for rec in outputs:
+        store = stores.get(rec.topic)
+        if store is None:
+            emitted.append(rec)
+        elif rec.key is not None:
+            changelog.append((store, rec.key, rec.value, rec.timestamp))
+    return emitted, changelog
 
 
 _Entry = tuple[str, bytes, "bytes | None", int]

@@ -16,6 +16,7 @@ from kspark.dev.kafka import LocalKafka
 from kspark.dev.partitioning import default_partition
 from kspark.errors import ConfigException, StreamsException
 from kspark.runtime.spark.direct_source import rate_limit
+from kspark.runtime.spark.plan import Stage
 from kspark.runtime.spark.runner import SparkRunner
 from kspark.serde import Serdes
 
@@ -63,9 +64,8 @@ def _output(kafka: LocalKafka, topic: str) -> list[tuple[int, bytes | None, byte
 
 def _reads_directly(app: KafkaStreams) -> bool:
     runner: SparkRunner = app._ensure_runner()  # type: ignore[attr-defined]
-    runner.prepare_topics()
-    (plan,) = runner.plan()
-    return runner.direct_read_settings(plan) is not None
+    (query,) = runner.prepare_topics().queries
+    return query.stage is Stage.DIRECT_READ
 
 
 @pytest.mark.integration
@@ -172,9 +172,6 @@ def test_consumer_settings_librdkafka_does_not_know_leave_the_read_to_spark_and_
         finally:
             app.close()
     bad_switch = _config(kafka, tmp_path, "bad", **{"spark.kspark.directRead": "yes"})
-    bad = KafkaStreams(_upper(src, "unused"), bad_switch, spark=spark)
-    try:
-        with pytest.raises(ConfigException, match=r"spark\.kspark\.directRead must be true or false"):
-            _reads_directly(bad)
-    finally:
-        bad.close()
+    # Refused before anything starts (settings.py), naming the setting and the value.
+    with pytest.raises(ConfigException, match=r"spark\.kspark\.directRead must be true or false, got 'yes'"):
+        KafkaStreams(_upper(src, "unused"), bad_switch, spark=spark)

@@ -724,7 +724,5 @@ def test_a_join_batch_spilled_to_disk_joins_as_one_held_in_memory(
     assert held[b"u0"][:2] == [(b"e0/t0", 1010), (b"e5/t0", 1045)]
     assert sum(len(v) for v in held.values()) == 115
     bad = {**_config(kafka, tmp_path, "join-bad"), "spark.kspark.spillRows": 0}
-    app = KafkaStreams(_join_topology(stream, table, topic_factory("out-bad")), bad, spark=spark)
-    with pytest.raises(ConfigException, match=r"spark\.kspark\.spillRows must be a positive integer"):
-        app.process_available()
-    app.close()
+    with pytest.raises(ConfigException, match=r"spark\.kspark\.spillRows must be a positive integer, got 0"):
+        KafkaStreams(_join_topology(stream, table, topic_factory("out-bad")), bad, spark=spark)

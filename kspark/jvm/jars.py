@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kspark.dev.errors import ArtifactResolutionError, DevToolsError, JavaNotFoundError
+from kspark.jvm.errors import ArtifactResolutionError, JavaNotFoundError, JvmSetupError
 
 __all__ = [
     "Bundle",
@@ -143,7 +143,7 @@ def jvm_dir() -> Path:
     for c in candidates:
         if (c / "kafka-broker" / "pom.xml").is_file():
             return c
-    raise DevToolsError(
+    raise JvmSetupError(
         "cannot find kspark's JVM bundle poms (looked in "
         + ", ".join(str(c) for c in candidates)
         + "); install kspark from a checkout with `pip install -e .` "
@@ -256,7 +256,7 @@ def _bundle(name: str) -> Bundle:
     try:
         return BUNDLES[name]
     except KeyError:
-        raise DevToolsError(
+        raise JvmSetupError(
             f"unknown JVM bundle {name!r}; known bundles: {', '.join(sorted(BUNDLES))}"
         ) from None
 
@@ -284,7 +284,7 @@ def _stamp_matches(directory: Path, pom_sha: str | None) -> bool:
 def _pom_sha(name: str) -> str | None:
     try:
         return hashlib.sha256(_pom(name).read_bytes()).hexdigest()
-    except (OSError, DevToolsError):
+    except (OSError, JvmSetupError):
         return None
 
 
@@ -434,7 +434,7 @@ def compile_java(name: str, sources: Sequence[Path], bundle: str, home: Path | N
             command = [_javac(), "-nowarn", "--release", "17", "-cp", cp, "-d", str(tmp / "classes")]
             proc = subprocess.run([*command, *map(str, sorted(sources))], capture_output=True, text=True)
             if proc.returncode != 0:
-                raise DevToolsError(f"javac failed on {name}:\n{proc.stderr[-4000:]}")
+                raise JvmSetupError(f"javac failed on {name}:\n{proc.stderr[-4000:]}")
             (tmp / ".built").write_text("ok\n")
     return os.pathsep.join([str(out / "classes"), *map(str, jars)])
 

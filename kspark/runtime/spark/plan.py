@@ -1,0 +1,421 @@
+"""The physical plan: what a topology becomes on Spark, decided in one place.
+
+:func:`physical_plan` turns a topology and its config into a
+:class:`PhysicalPlan`: per sub-topology its topics, stores, tasks, the stage
+that runs it and, for each optimisation, whether it applied and why not;
+and the Spark queries the sub-topologies run in. The runner
+(:mod:`~kspark.runtime.spark.runner`) executes that object and nothing else
+decides: ``kspark describe --spark APP.py`` prints it, and tests assert the
+stage each scenario gets, so a lost optimisation fails a test.
+
+Stages (:class:`Stage`):
+
+* a stateless sub-topology reads Kafka in Spark's Python workers
+  (``DIRECT_READ``, :mod:`~kspark.runtime.spark.direct_source`) or through
+  Spark's Kafka source (``SPARK_SOURCE``); either way it runs as a fused
+  chain of closures when it is one line of stateless DSL operators
+  (:func:`~kspark.processor.internals.fused.fusion_blocker`);
+* a stateful one runs the engine's tasks, grouped by task, in
+  ``transformWithStateInPandas`` (``ENGINE``), unless it is a count, a
+  sum/min/max reduce or a tumbling/hopping windowed count that Spark
+  computes natively with identical results (``NATIVE_*``,
+  :func:`~kspark.runtime.spark.lowering.lower`).
+
+Queries: sub-topologies are joined by Kafka topics, as in Kafka Streams; a
+sub-topology's *level* is 0 when it reads only topics nothing in the
+topology writes, else one more than the highest level of the sub-topologies
+whose output it reads. Sub-topologies of the same level and the same
+``DIRECT_READ``, ``SPARK_SOURCE`` or ``ENGINE`` stage share one Spark query
+(each Spark task still runs one Kafka Streams task), as a Kafka Streams
+thread runs all of its tasks and commits them together; a Spark query costs
+seconds of planning per start and its own trigger, whatever it reads. A
+native stage has a query of its own (its shape depends on its operation).
+``process_available()`` runs the levels upstream first.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from kspark.config import StreamsConfig
+from kspark.processor.internals.fused import fused_after_blocker, fusion_blocker
+from kspark.runtime.spark.lowering import NativeCount, lower
+from kspark.runtime.spark.settings import DIRECT_READ, MAX_OFFSETS_PER_TRIGGER, RunnerSettings
+
+if TYPE_CHECKING:
+    from kspark.processor.internals.builder import InternalTopologyBuilder
+    from kspark.processor.topology import Topology
+
+__all__ = [
+    "Stage",
+    "Decision",
+    "SubtopologyPlan",
+    "QueryPlan",
+    "PhysicalPlan",
+    "physical_plan",
+    "STATEFUL_RECORDS_PER_TASK",
+]
+
+STATEFUL_RECORDS_PER_TASK = 2_500_000
+"""Default cap of a micro-batch of a stage that holds its tasks' batches in Python, per task, when
+``spark.kspark.maxOffsetsPerTrigger`` is not set. Spark hands a ``transformWithStateInPandas``
+task its whole micro-batch, which the stage holds (as pandas columns, ~150 bytes a record, or
+spilled to disk) until it has seen every row, so that it can process them in offset order. Kafka
+Streams buffers a bounded number of records per partition too (``buffered.records.per.partition``)."""
+
+
+class Stage(enum.Enum):
+    """How a sub-topology runs on Spark (see the module docstring)."""
+
+    DIRECT_READ = "direct read"
+    SPARK_SOURCE = "Spark Kafka source"
+    ENGINE = "engine tasks"
+    NATIVE_COUNT = "native count"
+    NATIVE_REDUCE = "native reduce"
+    NATIVE_WINDOWED_COUNT = "native windowed count"
+
+    @property
+    def stateful(self) -> bool:
+        return self not in (Stage.DIRECT_READ, Stage.SPARK_SOURCE)
+
+    @property
+    def shares_queries(self) -> bool:
+        """Whether sub-topologies of this stage (and level) run in one Spark query."""
+        return self in (Stage.DIRECT_READ, Stage.SPARK_SOURCE, Stage.ENGINE)
+
+    @property
+    def holds_batches(self) -> bool:
+        """Whether its tasks hold a whole micro-batch in Python (so it is capped by default)."""
+        return self in (Stage.ENGINE, Stage.NATIVE_WINDOWED_COUNT)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One optimisation considered for a sub-topology: applied or not, and why."""
+
+    optimisation: str
+    applied: bool
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.optimisation}: {'yes' if self.applied else 'no'}" + (
+            f" ({self.detail})" if self.detail else ""
+        )
+
+
+@dataclass(frozen=True)
+class SubtopologyPlan:
+    """How one sub-topology runs. ``tasks`` is None when the partition counts are not known."""
+
+    subtopology: int
+    source_topics: tuple[str, ...]  # real names (internal topics carry the application id)
+    sink_topics: tuple[str, ...]  # fixed sink topics; a topic extractor's are not known ahead
+    stores: tuple[str, ...]
+    tasks: int | None
+    stage: Stage
+    fused: bool  # stateless: the whole task; native: what follows the aggregation
+    level: int
+    decisions: tuple[Decision, ...]
+    native: NativeCount | None = field(default=None, compare=False)
+    # librdkafka settings of a direct read's consumers (None unless DIRECT_READ)
+    consumer: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def stateful(self) -> bool:
+        return self.stage.stateful
+
+    def summary(self) -> str:
+        fused = ", fused" if self.fused else ""
+        return f"{self.subtopology}: {self.stage.value}{fused}"
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One Spark streaming query and the sub-topologies it runs (a task per Spark task)."""
+
+    name: str  # the Spark query's name
+    checkpoint: str  # its checkpoint directory under <state.dir>/<application.id>/spark/
+    stage: Stage
+    level: int
+    subtopologies: tuple[SubtopologyPlan, ...]
+    max_offsets_per_trigger: int | None  # Spark's maxOffsetsPerTrigger; None: no cap
+    cap: str  # why that cap, in words
+
+    @property
+    def source_topics(self) -> tuple[str, ...]:
+        return tuple(sorted({t for s in self.subtopologies for t in s.source_topics}))
+
+    @property
+    def tasks(self) -> int | None:
+        counts = [s.tasks for s in self.subtopologies]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+
+    def task_bases(self) -> dict[int, int]:
+        """Sub-topology -> the query-wide number of its task 0: sub-topology ``s``'s task ``p`` is
+        Spark task ``base[s] + p`` (one shuffle partition each)."""
+        bases: dict[int, int] = {}
+        n = 0
+        for s in self.subtopologies:
+            if s.tasks is None:
+                raise ValueError(f"{self.name}: the task counts are not known")
+            bases[s.subtopology] = n
+            n += s.tasks
+        return bases
+
+
+@dataclass(frozen=True)
+class PhysicalPlan:
+    """What a topology becomes on Spark; ``queries`` upstream levels first."""
+
+    application_id: str
+    settings: RunnerSettings
+    queries: tuple[QueryPlan, ...]
+    partitions: Mapping[str, int] | None = field(default=None, compare=False)
+
+    @property
+    def subtopologies(self) -> tuple[SubtopologyPlan, ...]:
+        return tuple(sorted((s for q in self.queries for s in q.subtopologies), key=lambda s: s.subtopology))
+
+    def subtopology(self, subtopology: int) -> SubtopologyPlan:
+        return next(s for s in self.subtopologies if s.subtopology == subtopology)
+
+    def query_of(self, subtopology: int) -> QueryPlan:
+        return next(q for q in self.queries if any(s.subtopology == subtopology for s in q.subtopologies))
+
+    def levels(self) -> list[list[QueryPlan]]:
+        """The queries by level, upstream first."""
+        out: dict[int, list[QueryPlan]] = {}
+        for q in self.queries:
+            out.setdefault(q.level, []).append(q)
+        return [out[level] for level in sorted(out)]
+
+    def summary(self) -> str:
+        """One line per sub-topology: its stage and whether it is fused (what tests compare)."""
+        return "\n".join(s.summary() for s in self.subtopologies)
+
+    def __str__(self) -> str:
+        lines = [f"Spark plan of {self.application_id}:"]
+        if self.partitions is None:
+            lines.append("  (partition counts not known here: tasks are one per input partition)")
+        for q in self.queries:
+            members = ", ".join(str(s.subtopology) for s in q.subtopologies)
+            tasks = "" if q.tasks is None else f", {q.tasks} Spark tasks"
+            lines.append(
+                f"  Query {q.name} [{q.stage.value}], level {q.level}: sub-topologies {members}{tasks}"
+            )
+            lines.append(f"    micro-batch cap: {q.cap}")
+            for s in q.subtopologies:
+                tasks_s = "?" if s.tasks is None else str(s.tasks)
+                lines.append(f"    Sub-topology {s.subtopology}: {s.stage.value}, {tasks_s} tasks")
+                lines.append(f"      reads {', '.join(s.source_topics) or 'nothing'}")
+                if s.sink_topics:
+                    lines.append(f"      writes {', '.join(s.sink_topics)}")
+                if s.stores:
+                    lines.append(f"      stores {', '.join(s.stores)}")
+                lines.extend(f"      {d}" for d in s.decisions)
+        given = self.settings.given()
+        if given:
+            lines.append("  Settings: " + ", ".join(f"{k}={v}" for k, v in given.items()))
+        return "\n".join(lines)
+
+
+def physical_plan(
+    topology: Topology,
+    config: Mapping[str, Any] | StreamsConfig,
+    partitions: Mapping[str, int] | None = None,
+) -> PhysicalPlan:
+    """The plan of ``topology`` under ``config``. ``partitions``: topic (real name) -> partition
+    count, as the cluster has them (internal topics not created yet count as the largest source
+    topic, as the runner creates them); None when not known (``describe``), and then task counts
+    and the default caps are unknown."""
+    cfg = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
+    settings = RunnerSettings.of(cfg)
+    builder = topology.internal_builder
+    builder.set_application_id(cfg.application_id())
+    builder.validate()
+    groups = builder.node_groups()
+    ids = builder.subtopology_ids()
+    sources = {
+        i: _real_topics(builder, [t for n in groups[i] for t in builder.source_topics_of(n)]) for i in ids
+    }
+    sinks = {i: _real_topics(builder, [t for n in groups[i] if (t := builder.sink_topic_of(n))]) for i in ids}
+    levels = _levels(ids, sources, sinks)
+    subs = [
+        _subtopology(builder, i, groups[i], sources[i], sinks[i], levels[i], cfg, settings, partitions)
+        for i in ids
+    ]
+    queries = _queries(cfg.application_id(), subs, settings)
+    return PhysicalPlan(cfg.application_id(), settings, queries, partitions)
+
+
+def _real_topics(builder: InternalTopologyBuilder, topics: list[str]) -> tuple[str, ...]:
+    return tuple(sorted({builder.decorate_topic(t) if builder.is_internal_topic(t) else t for t in topics}))
+
+
+def _levels(
+    ids: list[int], sources: Mapping[int, tuple[str, ...]], sinks: Mapping[int, tuple[str, ...]]
+) -> dict[int, int]:
+    """Each sub-topology's level (module docstring): the longest chain of topics leading to it. A
+    cycle through topics (a sink topic read back upstream) is broken at its edges into lower
+    sub-topology ids, as Kafka Streams numbers sub-topologies in the order their sources were added."""
+    edges = [(i, j) for i in ids for j in ids if i != j and set(sinks[i]) & set(sources[j])]
+    for allowed in (edges, [(i, j) for i, j in edges if j > i]):
+        level = dict.fromkeys(ids, 0)
+        for _ in range(len(ids) + 1):
+            changed = False
+            for i, j in allowed:
+                if level[j] < level[i] + 1:
+                    level[j] = level[i] + 1
+                    changed = True
+            if not changed:
+                return level
+    raise AssertionError("edges into higher ids only cannot form a cycle")
+
+
+def _subtopology(
+    builder: InternalTopologyBuilder,
+    subtopology: int,
+    nodes: list[str],
+    sources: tuple[str, ...],
+    sinks: tuple[str, ...],
+    level: int,
+    config: StreamsConfig,
+    settings: RunnerSettings,
+    partitions: Mapping[str, int] | None,
+) -> SubtopologyPlan:
+    stores = tuple(sorted({s for n in nodes for s in builder.node_stores(n)}))
+    tasks = _task_count(builder, sources, partitions)
+    decisions: list[Decision] = []
+    built = builder.build_topology(nodes)  # fresh processors, as a task gets them; nothing runs
+    native: NativeCount | None = None
+    consumer = None
+    if stores:
+        lowered = lower(builder, nodes, config, settings)
+        if isinstance(lowered, str):
+            decisions.append(Decision("native lowering", False, lowered))
+            stage, fused = Stage.ENGINE, False
+        else:
+            blocker = fused_after_blocker(built, lowered.to_stream or lowered.aggregate)
+            native = replace(lowered, fused_tail=blocker is None)
+            stage = (
+                Stage.NATIVE_WINDOWED_COUNT
+                if lowered.windows is not None
+                else Stage.NATIVE_COUNT
+                if lowered.reduce is None
+                else Stage.NATIVE_REDUCE
+            )
+            operation = (
+                stage.value if lowered.reduce is None else f"{stage.value} ({lowered.reduce.function})"
+            )
+            decisions.append(Decision("native lowering", True, operation))
+            fused = blocker is None
+            decisions.append(Decision("fused tail", fused, blocker or ""))
+    else:
+        consumer, why_not = _direct_read(config, settings)
+        stage = Stage.DIRECT_READ if consumer is not None else Stage.SPARK_SOURCE
+        decisions.append(Decision("direct read", consumer is not None, why_not))
+        blocker = fusion_blocker(built, config.default_timestamp_extractor())
+        fused = blocker is None
+        decisions.append(Decision("fused chain", fused, blocker or ""))
+    return SubtopologyPlan(
+        subtopology, sources, sinks, stores, tasks, stage, fused, level, tuple(decisions), native, consumer
+    )
+
+
+def _task_count(
+    builder: InternalTopologyBuilder, sources: tuple[str, ...], partitions: Mapping[str, int] | None
+) -> int | None:
+    """One task per partition of the widest input topic, as in Kafka Streams. Internal topics the
+    runner has not created yet get their fixed count or the largest external source topic's."""
+    if partitions is None:
+        return None
+    external = [n for t, n in partitions.items() if t in _external_sources(builder)]
+    widest_external = max(external, default=1)
+    counts = []
+    for topic in sources:
+        if topic in partitions:
+            counts.append(partitions[topic])
+            continue
+        fixed = next(
+            (
+                p.partitions
+                for name, p in builder.internal_topics().items()
+                if builder.decorate_topic(name) == topic and p.partitions is not None
+            ),
+            None,
+        )
+        counts.append(fixed or widest_external)
+    return max(counts, default=1)
+
+
+def _external_sources(builder: InternalTopologyBuilder) -> set[str]:
+    return {t for t in builder.source_topic_names() if not builder.is_internal_topic(t)}
+
+
+def _direct_read(config: StreamsConfig, settings: RunnerSettings) -> tuple[dict[str, Any] | None, str]:
+    """The librdkafka settings of a direct read, or None and why not."""
+    from kspark.runtime.spark.direct_source import direct_consumer_settings
+    from kspark.runtime.spark.partition_reader import consumer_config
+
+    if not settings.direct_read:
+        return None, f"{DIRECT_READ} is false"
+    consumer = config.prefixed("consumer.")
+    settings_ok = direct_consumer_settings(consumer)
+    if settings_ok is None:
+        return None, f"consumer settings librdkafka does not know ({', '.join(sorted(consumer))})"
+    group = f"{config.application_id()}-kspark-reader"
+    return consumer_config(",".join(config.bootstrap_servers()), group, settings_ok), ""
+
+
+def _queries(
+    application_id: str, subs: list[SubtopologyPlan], settings: RunnerSettings
+) -> tuple[QueryPlan, ...]:
+    """Sub-topologies grouped into queries (module docstring), upstream levels first."""
+    grouped: dict[tuple[int, Stage], list[SubtopologyPlan]] = {}
+    alone: list[list[SubtopologyPlan]] = []
+    for s in subs:
+        if s.stage.shares_queries:
+            grouped.setdefault((s.level, s.stage), []).append(s)
+        else:
+            alone.append([s])
+    members = [*grouped.values(), *alone]
+    members.sort(key=lambda m: (m[0].level, m[0].subtopology))
+    return tuple(_query(application_id, m, settings) for m in members)
+
+
+def _query(application_id: str, members: list[SubtopologyPlan], settings: RunnerSettings) -> QueryPlan:
+    ids = [s.subtopology for s in members]
+    # A query of one sub-topology keeps the name (and checkpoint) it always had.
+    suffix = f"subtopology-{ids[0]}" if len(ids) == 1 else "subtopologies-" + "-".join(map(str, ids))
+    stage = members[0].stage
+    cap, why = _cap(members, stage, settings)
+    return QueryPlan(f"{application_id}-{suffix}", suffix, stage, members[0].level, tuple(members), cap, why)
+
+
+def _cap(members: list[SubtopologyPlan], stage: Stage, settings: RunnerSettings) -> tuple[int | None, str]:
+    """Spark's ``maxOffsetsPerTrigger`` for a query: see :data:`STATEFUL_RECORDS_PER_TASK` and
+    :data:`~kspark.runtime.spark.settings.SETTINGS`."""
+    several = [s.subtopology for s in members if len(s.source_topics) > 1]
+    if several:
+        # Spark splits a cap over partitions by lag: a join's small table topic would trail its
+        # stream, and stream records would miss table rows that Kafka Streams, which waits for
+        # partitions with known lag (KIP-695), would already have read.
+        return None, f"none: sub-topology {several[0]} reads several topics (a cap would let one trail)"
+    if settings.max_offsets_per_trigger is not None:
+        return (
+            settings.max_offsets_per_trigger,
+            f"{settings.max_offsets_per_trigger:,} records ({MAX_OFFSETS_PER_TRIGGER})",
+        )
+    if not stage.holds_batches:
+        return (
+            None,
+            "none: the stage streams its input" if not stage.stateful else "none: Spark aggregates it",
+        )
+    tasks = [s.tasks for s in members]
+    if any(t is None for t in tasks):
+        return None, f"{STATEFUL_RECORDS_PER_TASK:,} records per task"
+    total = STATEFUL_RECORDS_PER_TASK * sum(t for t in tasks if t is not None)
+    return total, f"{total:,} records ({STATEFUL_RECORDS_PER_TASK:,} per task)"

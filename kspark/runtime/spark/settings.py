@@ -1,0 +1,156 @@
+"""The Spark runner's own settings (``spark.kspark.*``), parsed and validated once.
+
+An application's config carries Kafka Streams settings, Spark settings under
+their own ``spark.*`` names, and the runner's settings under
+``spark.kspark.*``. :meth:`RunnerSettings.of` reads every ``spark.kspark.*``
+key of a config into one typed, immutable object before anything starts: an
+unknown key is a ``ConfigException`` naming the closest known one, a value
+of the wrong type names the key and the value. Everything in the runner
+reads its settings from that object, never from the config's strings.
+
+:data:`SETTINGS` describes each setting (name, type, default, what it does);
+docs/spark-runner.md lists them and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kspark.errors import ConfigException
+
+__all__ = [
+    "PREFIX",
+    "MAX_OFFSETS_PER_TRIGGER",
+    "NATIVE_LOWERING",
+    "DIRECT_READ",
+    "SPILL_ROWS",
+    "Setting",
+    "SETTINGS",
+    "RunnerSettings",
+]
+
+PREFIX = "spark.kspark."
+
+MAX_OFFSETS_PER_TRIGGER = "spark.kspark.maxOffsetsPerTrigger"
+NATIVE_LOWERING = "spark.kspark.nativeLowering"
+DIRECT_READ = "spark.kspark.directRead"
+SPILL_ROWS = "spark.kspark.spillRows"
+
+DEFAULT_SPILL_ROWS = 1_000_000
+"""Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
+
+
+def _positive_int(key: str, value: Any) -> int:
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise ConfigException(f"{key} must be a positive integer, got {value!r}")
+    return int(text)
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigException(f"{key} must be true or false, got {value!r}")
+    return text == "true"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``spark.kspark.*`` setting: its key, the field of :class:`RunnerSettings` it sets, its
+    type, default and what it does (docs/spark-runner.md shows this text)."""
+
+    key: str
+    field: str
+    type: str  # "positive integer" | "boolean"
+    default: Any
+    doc: str
+
+    def parse(self, value: Any) -> Any:
+        parse: Callable[[str, Any], Any] = _positive_int if self.type == "positive integer" else _boolean
+        return parse(self.key, value)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        MAX_OFFSETS_PER_TRIGGER,
+        "max_offsets_per_trigger",
+        "positive integer",
+        None,
+        "At most this many input records per micro-batch of a query (Spark's maxOffsetsPerTrigger), "
+        "split over its partitions by lag. Unset: stages that hold their tasks' batches in Python "
+        "are capped at 2,500,000 records per task, others not at all. Never applied to a query "
+        "with a sub-topology that reads several topics (a join's table would trail its stream).",
+    ),
+    Setting(
+        NATIVE_LOWERING,
+        "native_lowering",
+        "boolean",
+        True,
+        "Compute plain counts, sum/min/max reduces of Long and Integer values and tumbling or "
+        "hopping windowed counts natively (where the results are identical; record cache on). "
+        "false runs them in the engine. Plans keep different state: switching needs a new "
+        "application.id or a reset.",
+    ),
+    Setting(
+        DIRECT_READ,
+        "direct_read",
+        "boolean",
+        True,
+        "Stateless sub-topologies read Kafka in Spark's Python workers; false reads them "
+        "through Spark's Kafka source.",
+    ),
+    Setting(
+        SPILL_ROWS,
+        "spill_rows",
+        "positive integer",
+        DEFAULT_SPILL_ROWS,
+        "Rows of one task's micro-batch an engine stage holds in memory before it spills the "
+        "batch to Spark's local directory. Results do not depend on it.",
+    ),
+)
+
+_BY_KEY = {s.key: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """Every ``spark.kspark.*`` setting of an application, typed (see :data:`SETTINGS`)."""
+
+    max_offsets_per_trigger: int | None = None
+    native_lowering: bool = True
+    direct_read: bool = True
+    spill_rows: int = DEFAULT_SPILL_ROWS
+
+    @staticmethod
+    def of(config: Mapping[str, Any]) -> RunnerSettings:
+        """The settings of ``config`` (a config dict or ``StreamsConfig``); raises
+        ``ConfigException`` for an unknown ``spark.kspark.*`` key or a bad value."""
+        keys = config.originals() if hasattr(config, "originals") else dict(config)
+        values: dict[str, Any] = {}
+        for key, value in keys.items():
+            if not key.startswith(PREFIX):
+                continue
+            setting = _BY_KEY.get(key)
+            if setting is None:
+                raise ConfigException(_unknown(key))
+            if value is not None:
+                values[setting.field] = setting.parse(value)
+        return RunnerSettings(**values)
+
+    def given(self) -> dict[str, Any]:
+        """The settings that differ from their defaults, by key (for ``describe``)."""
+        return {s.key: getattr(self, s.field) for s in SETTINGS if getattr(self, s.field) != s.default}
+
+
+def _unknown(key: str) -> str:
+    close = difflib.get_close_matches(key, list(_BY_KEY), n=1, cutoff=0.8)
+    if not close:  # the other usual mistake: the case of a letter
+        close = [k for k in _BY_KEY if k.lower() == key.lower()]
+    hint = f"; did you mean {close[0]}?" if close else ""
+    known = ", ".join(sorted(_BY_KEY))
+    return f"Unknown kspark setting {key!r}{hint} (known: {known})"
