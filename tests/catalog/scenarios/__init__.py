@@ -7,11 +7,27 @@ driver. More modules join the list below; a name is unique across them.
 from __future__ import annotations
 
 from ..model import Scenario
-from . import conformance, ported_sessions, ported_sliding, ported_suppress, ported_windows, reference
+from . import (
+    conformance,
+    ported_joins,
+    ported_sessions,
+    ported_sliding,
+    ported_suppress,
+    ported_windows,
+    reference,
+)
 
 __all__ = ["CATALOG", "BY_NAME", "MODULES"]
 
-MODULES = (reference, conformance, ported_windows, ported_sliding, ported_sessions, ported_suppress)
+MODULES = (
+    reference,
+    conformance,
+    ported_windows,
+    ported_sliding,
+    ported_sessions,
+    ported_suppress,
+    ported_joins,
+)
 
 CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]
 

@@ -16,5 +16,6 @@ final class PortedScenarios {
         PortedSliding.register(m);
         PortedSessions.register(m);
         PortedSuppress.register(m);
+        PortedJoins.register(m);
     }
 }
