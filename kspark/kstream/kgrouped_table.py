@@ -87,7 +87,8 @@ class KGroupedTable:
         require_callable(adder, "adder", "KGroupedTable.reduce")
         require_callable(subtractor, "subtractor", "KGroupedTable.reduce")
         name, materialized = split_named_materialized(named, materialized)
-        m = materialized_internal(materialized, self._builder, REDUCE_NAME)
+        # Kafka names an unnamed reduce store with the aggregate prefix (KGroupedTableImpl.reduce)
+        m = materialized_internal(materialized, self._builder, AGGREGATE_NAME)
         if m.key_serde is None:
             m.key_serde = self._key_serde
         if m.value_serde is None:

@@ -123,11 +123,10 @@ class KTable:
     ) -> KTable:
         key_serde, queryable, factory = self._key_serde, None, None
         if m is not None:
-            if m.key_serde is None:
-                m.key_serde = self._key_serde
-            if m.value_serde is None:
-                m.value_serde = value_serde
-            key_serde, value_serde = m.key_serde, m.value_serde
+            # the result inherits the parent's serdes, but the store keeps only the Materialized's own
+            # (None: the config's defaults), as Kafka's KTableImpl.doFilter / doMapValues
+            key_serde = m.key_serde if m.key_serde is not None else self._key_serde
+            value_serde = m.value_serde if m.value_serde is not None else value_serde
             queryable = m.queryable_store_name
             factory = KeyValueStoreMaterializer(m) if queryable is not None else None
         name = self._builder.or_else_generate(name, prefix)

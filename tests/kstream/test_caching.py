@@ -254,8 +254,13 @@ def test_session_count_with_caching_drops_sessions_merged_away_before_the_flush(
 def test_ktable_source_filter_and_map_values_with_caching() -> None:
     builder = StreamsBuilder()
     source = builder.table("in", Consumed.with_(S, L), Materialized.as_("source"))
-    filtered = source.filter(lambda _k, v: v % 2 == 0, Materialized.as_("evens"))
-    mapped = filtered.map_values(lambda v: v * 10, Materialized.as_("tens").with_value_serde(L))
+    # a filter or mapValues store takes the Materialized's serdes only (Kafka does not pass the
+    # parent table's serdes to it), so they are given here
+    evens = Materialized.as_("evens").with_key_serde(S).with_value_serde(L)
+    filtered = source.filter(lambda _k, v: v % 2 == 0, evens)
+    mapped = filtered.map_values(
+        lambda v: v * 10, Materialized.as_("tens").with_key_serde(S).with_value_serde(L)
+    )
     mapped._enable_send_old_values(True)
     h = Harness(builder, mapped, config())
     for key, value, ts in [("x", 1, 1), ("x", 2, 2), ("y", 4, 3), ("x", 6, 4), ("z", 3, 5)]:

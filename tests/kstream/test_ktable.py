@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kspark import Consumed, Grouped, Materialized, StreamsBuilder
 from kspark.serde import Serdes
 from kspark.testing import TopologyTestDriver
@@ -201,3 +203,49 @@ def test_to_table_from_stream() -> None:
         i.pipe_input("a", "2", timestamp=2)
         assert records(d, "out") == [("a", "1", 1), ("a", "2", 2)]
         assert d.get_key_value_store("tt").get("a") == "2"
+
+
+def test_group_by_selector_returning_none_puts_the_record_in_no_group() -> None:
+    # KTableRepartitionMap: a null KeyValue (or a null new key) is skipped; the old value is still
+    # subtracted from its group (KTableAggregateTest.testAggRepartition)
+    b = StreamsBuilder()
+    b.table("in").group_by(lambda k, v: None if v == "none" else (v, v)).count().to_stream().to("out")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        i = d.create_input_topic("in", S, S)
+        i.pipe_input("a", "x", timestamp=1)
+        i.pipe_input("a", "none", timestamp=2)
+        i.pipe_input("b", "none", timestamp=3)
+        assert records(d, "out", L) == [("x", 1, 1), ("x", 0, 2)]
+
+
+def test_unnamed_table_reduce_store_is_named_like_an_aggregate() -> None:
+    # KGroupedTableImpl.reduce names the store with the aggregate prefix; the processor is a reduce
+    b = StreamsBuilder()
+    b.table("in").group_by(lambda k, v: (v, v)).reduce(
+        lambda a, v: a + v, lambda a, v: a, Materialized()
+    ).to_stream()
+    text = str(b.build().describe())
+    assert "KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition" in text
+    assert "Processor: KTABLE-REDUCE-0000000007 (stores: [KTABLE-AGGREGATE-STATE-STORE-0000000004])" in text
+
+
+def test_filter_and_map_values_stores_take_the_materialized_serdes_not_the_parents() -> None:
+    # KTableImpl.doFilter / doMapValues: the resulting table inherits the parent's serdes, but the store
+    # is built from the Materialized alone (None: the config's defaults), so a Long table's filter
+    # store needs its value serde given explicitly
+    from kspark.errors import StreamsException
+
+    def build(m: Materialized) -> Any:
+        b = StreamsBuilder()
+        b.table("in", Consumed.with_(S, L)).filter(lambda k, v: True, m).to_stream().to("out")
+        return b.build()
+
+    with TopologyTestDriver(build(Materialized.as_("f").with_value_serde(L)), CONFIG) as d:
+        d.create_input_topic("in", S, L).pipe_input("a", 1, timestamp=1)
+        assert records(d, "out", L) == [("a", 1, 1)]
+        assert d.get_key_value_store("f").get("a") == 1
+    with (
+        TopologyTestDriver(build(Materialized.as_("f")), CONFIG) as d,
+        pytest.raises(StreamsException, match="StringSerializer cannot serialize"),
+    ):
+        d.create_input_topic("in", S, L).pipe_input("a", 1, timestamp=1)

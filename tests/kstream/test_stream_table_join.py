@@ -95,3 +95,26 @@ def test_join_arguments_are_checked() -> None:
         b.stream("s").join(b.table("t"), None)
     with pytest.raises(TypeError, match="KStream, KTable or GlobalKTable"):
         b.stream("s2").join("nope", lambda a, c: a)
+
+
+def test_global_left_join_keeps_a_record_whose_selected_key_is_none() -> None:
+    # Kafka 4.1 KStreamKTableJoinProcessor.maybeDropRecord: a left join drops a record only for a null
+    # value; a null *join key* (the selector's result) joins with null. The inner join drops it.
+    b = StreamsBuilder()
+    g = b.global_table("g")
+    s = b.stream("s")
+
+    def selector(k: Any, v: str) -> str | None:
+        return v.split(",")[1] if "," in v else None
+
+    s.join(g, selector, lambda sv, gv: f"{sv}+{gv}").to("inner")
+    s.left_join(g, selector, lambda sv, gv: f"{sv}+{gv}").to("left")
+    with TopologyTestDriver(b.build(), CONFIG) as d:
+        d.create_input_topic("g", S, S).pipe_input("f", "G", timestamp=1)
+        si = d.create_input_topic("s", S, S)
+        si.pipe_input("k", "a,f", timestamp=2)
+        si.pipe_input("k", "b", timestamp=3)  # no foreign key
+        si.pipe_input(None, "c,f", timestamp=4)  # null stream key, foreign key present: joins
+        assert recs(d, "inner") == [("k", "a,f+G", 2), (None, "c,f+G", 4)]
+        assert recs(d, "left") == [("k", "a,f+G", 2), ("k", "b+None", 3), (None, "c,f+G", 4)]
+        assert d.dropped_records_total() == 1  # only the inner join's record of step 3

@@ -388,7 +388,11 @@ class _RepartitionMapProcessor(ContextualProcessor):
         """The (group key, value) ``value`` maps to; None when it has no group (null key or value)."""
         if value is None:
             return None
-        pair = to_key_value(self._mapper(key, value), "group_by")
+        result = self._mapper(key, value)
+        # a selector that returns no KeyValue at all puts the record in no group (Kafka skips it)
+        if result is None:
+            return None
+        pair = to_key_value(result, "group_by")
         return None if pair.key is None or pair.value is None else pair
 
     def process(self, record: Record[Any, Change[Any]]) -> None:

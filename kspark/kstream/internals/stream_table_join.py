@@ -4,7 +4,8 @@ Each stream record looks up the table's current value through a value
 getter (the table is not a trigger: a table update arriving later does not
 emit anything). A record whose join key or value is ``None`` is dropped and
 counted in ``dropped-records-total``, except that a left join still emits
-for a ``None`` *key* with a value (KIP-962).
+for a ``None`` *join key* with a value (KIP-962; for a GlobalKTable the join
+key is the key selector's result), joined with ``None``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ class _JoinProcessor(ContextualProcessor):
 
     def process(self, record: Record[Any, Any]) -> None:
         mapped_key = self._key_mapper(record.key, record.value)
-        relaxed = self._left and record.key is None and record.value is not None
+        # Kafka 4.1: a left join keeps a record whose *join key* is null (the record key for a KTable,
+        # the key selector's result for a GlobalKTable) and joins it with null
+        relaxed = self._left and mapped_key is None and record.value is not None
         if not relaxed and (mapped_key is None or record.value is None):
             record_dropped(self._context, "Skipping record due to null join key or value.")
             return

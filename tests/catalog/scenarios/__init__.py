@@ -13,6 +13,7 @@ from . import (
     ported_sessions,
     ported_sliding,
     ported_suppress,
+    ported_tables,
     ported_windows,
     reference,
 )
@@ -27,6 +28,7 @@ MODULES = (
     ported_sessions,
     ported_suppress,
     ported_joins,
+    ported_tables,
 )
 
 CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]

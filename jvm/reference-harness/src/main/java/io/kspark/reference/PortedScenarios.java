@@ -17,5 +17,6 @@ final class PortedScenarios {
         PortedSessions.register(m);
         PortedSuppress.register(m);
         PortedJoins.register(m);
+        PortedTables.register(m);
     }
 }
