@@ -19,6 +19,7 @@ from __future__ import annotations
 from kspark import Consumed, Grouped, Materialized, Produced, SessionWindows, StreamsBuilder
 from kspark.kstream.windows import EmitStrategy
 from kspark.serde import Serdes
+from kspark.state import Stores
 
 from ..model import Build, P, Scenario, Step, Topics
 from .ported_support import EMIT_NOW, SESS_L, SS, L, S, ported
@@ -29,11 +30,17 @@ GAP = 5 * 60 * 1000
 SHIFT = 1000
 
 
-def session_count(store: str, final: bool, gap: int, grace: int, retention: int | None = None) -> Build:
-    """Session-windowed ``count`` into ``Materialized.as(store)`` (optionally with a retention)."""
+def session_count(
+    store: str, final: bool, gap: int, grace: int, retention: int | None = None, in_memory: int | None = None
+) -> Build:
+    """Session-windowed ``count`` into ``Materialized.as(store)`` (optionally with a retention), or with
+    ``in_memory`` into ``Stores.in_memory_session_store(store, in_memory ms)``."""
 
     def build(b: StreamsBuilder, t: Topics) -> None:
-        m = Materialized.as_(store)
+        if in_memory is not None:
+            m = Materialized.as_(Stores.in_memory_session_store(store, in_memory))
+        else:
+            m = Materialized.as_(store)
         if retention is not None:
             m = m.with_retention(retention)
         b.stream(t["in"], Consumed.with_(S, S)).group_by_key(Grouped.with_(S, S)).windowed_by(
@@ -208,6 +215,17 @@ SCENARIOS: list[Scenario] = [
         "start then key; a session ending at the close time waits one more ms; a merge replaces a "
         "session that was not yet emitted, so only the merged session is emitted.",
         java="pss_final_edges",
+        config=EMIT_NOW,
+    ),
+    ported(
+        "pss_final_in_memory",
+        session_count("pss-in-memory-store", True, 5, 2, in_memory=12),
+        {"in": SS},
+        {"out": SESS_L},
+        _EDGES,
+        "Emit-final sessions over a user's in-memory session store (retention 12): its scan by end time "
+        "keeps only sessions ending after observed - retention, in its own order (end, key, start).",
+        java="pss_final_in_memory",
         config=EMIT_NOW,
     ),
 ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from kspark import Consumed, Grouped, Materialized, Produced, StreamsBuilder, TimeWindows
 from kspark.kstream.windows import EmitStrategy
 from kspark.serde import Serdes
+from kspark.state import Stores
 
 from ..model import Build, P, Scenario, Topics, W
 from .ported_support import EMIT_NOW, SS, THROTTLED, WINS, S, ported
@@ -45,11 +46,18 @@ def hop_agg(
     advance: int = 5,
     retention: int | None = None,
     logging: bool = True,
+    in_memory: int | None = None,
 ) -> Build:
-    """Kafka's windowed ``aggregate("0", agg + "+" + v)`` into ``Materialized.as(store)``."""
+    """Kafka's windowed ``aggregate("0", agg + "+" + v)`` into ``Materialized.as(store)``
+    (``in_memory``: into ``Stores.in_memory_window_store(store, in_memory ms, 10)`` instead)."""
 
     def build(b: StreamsBuilder, t: Topics) -> None:
-        m = Materialized.as_(store).with_value_serde(S)
+        if in_memory is not None:
+            m = Materialized.as_(Stores.in_memory_window_store(store, in_memory, 10, False)).with_value_serde(
+                S
+            )
+        else:
+            m = Materialized.as_(store).with_value_serde(S)
         if retention is not None:
             m = m.with_retention(retention)
         if not logging:
@@ -355,6 +363,18 @@ SCENARIOS: list[Scenario] = [
         "time, which Kafka still emits (its read bound has no +1); a jump past retention loses the "
         "windows in between without the cache and emits them with it.",
         java="pw_final_hop_edge",
+        config=EMIT_NOW,
+    ),
+    ported(
+        "pw_final_hop_in_memory",
+        hop_agg("pw-hop-in-memory", True, 0, in_memory=15),
+        {"in": SS},
+        {"out": WINS},
+        _HOP_EDGE,
+        "Emit-final over a user's in-memory window store (retention 15, cached): the emit scan reads the "
+        "in-memory store's bounds (from observed - retention + 1) through the cache, not the "
+        "time-ordered store's.",
+        java="pw_final_hop_in_memory",
         config=EMIT_NOW,
     ),
     ported(

@@ -16,6 +16,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 
 /** Java twins of tests/catalog/scenarios/ported_sessions.py (KStreamSessionWindowAggregateProcessorTest). */
 final class PortedSessions {
@@ -34,11 +35,25 @@ final class PortedSessions {
         pair(m, "pss_late_zero_grace", 10, 0);
         pair(m, "pss_late_grace", 10, 1);
         m.put("pss_final_edges", () -> sessionCount("pss-edges-store", true, 5, 2, null));
+        m.put("pss_final_in_memory", PortedSessions::inMemory);
     }
 
     private static void pair(Map<String, Supplier<Topology>> m, String name, long gap, long grace) {
         m.put(name, () -> sessionCount(name + "-store", false, gap, grace, 3 * GAP));
         m.put(name + "_final", () -> sessionCount(name + "-final-store", true, gap, grace, 3 * GAP));
+    }
+
+    static Topology inMemory() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", Consumed.with(S, S))
+                .groupByKey(Grouped.with(S, S))
+                .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(5), Duration.ofMillis(2)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .count(Materialized.<String, Long>as(
+                        Stores.inMemorySessionStore("pss-in-memory-store", Duration.ofMillis(12))))
+                .toStream()
+                .to("out", Produced.with(WindowedSerdes.sessionWindowedSerdeFrom(String.class), Serdes.Long()));
+        return b.build();
     }
 
     static Topology sessionCount(String store, boolean fin, long gap, long grace, Long retention) {

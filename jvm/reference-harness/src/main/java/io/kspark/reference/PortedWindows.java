@@ -17,6 +17,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 
 /** Java twins of tests/catalog/scenarios/ported_windows.py (KStreamWindowAggregateTest and emit-final edges). */
@@ -39,6 +40,7 @@ final class PortedWindows {
         m.put("pw_final_large_interval", () -> hopAgg("pw-interval-large", true, 5, 5, null, true));
         m.put("pw_final_hop_edge", () -> hopAgg("pw-hop-edge", true, 0, 5, null, true));
         m.put("pw_final_tumble_jump", () -> hopAgg("pw-tumble-jump", true, 5, 10, null, true));
+        m.put("pw_final_hop_in_memory", PortedWindows::hopInMemory);
     }
 
     static EmitStrategy strategy(boolean fin) {
@@ -65,6 +67,22 @@ final class PortedWindows {
                         .advanceBy(Duration.ofMillis(advance)))
                 .emitStrategy(strategy(fin))
                 .aggregate(() -> "0", (k, v, agg) -> agg + "+" + v, m)
+                .toStream()
+                .to("out", out());
+        return b.build();
+    }
+
+    static Topology hopInMemory() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", Consumed.with(S, S))
+                .groupByKey(Grouped.with(S, S))
+                .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(10), Duration.ZERO)
+                        .advanceBy(Duration.ofMillis(5)))
+                .emitStrategy(EmitStrategy.onWindowClose())
+                .aggregate(() -> "0", (k, v, agg) -> agg + "+" + v,
+                        Materialized.<String, String>as(Stores.inMemoryWindowStore(
+                                "pw-hop-in-memory", Duration.ofMillis(15), Duration.ofMillis(10), false))
+                                .withValueSerde(S))
                 .toStream()
                 .to("out", out());
         return b.build();
