@@ -25,7 +25,6 @@ __all__ = [
     "EMIT_NOW",
     "THROTTLED",
     "WALL_CLOCK",
-    "TS_ZERO",
     "win",
     "WINS",
     "SESS_S",
@@ -54,7 +53,6 @@ the scenario means the same on a runner whose wall clock is the machine's)."""
 
 THROTTLED = "its emits are throttled by the wall clock (emit interval > 0), the machine's on Spark"
 WALL_CLOCK = "wall-clock punctuation: on Spark the wall clock is the machine's, not the driver's"
-TS_ZERO = "it needs input timestamps of 0 (librdkafka writes timestamp 0 as 'now')"
 
 
 def j(x: Any) -> str:

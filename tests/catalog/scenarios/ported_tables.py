@@ -382,6 +382,7 @@ def _tt(kind: str, method: str) -> list[Scenario]:
             f"{cls}.{method}: the join sends old values when a downstream re-grouping asks for them; the "
             "subtractor sees each previous join result.",
             java=f"pt_tt_{kind}_old",
+            partitions=(1,),
         ),
     ]
 
