@@ -21,8 +21,8 @@ from kspark.kstream.windows import EmitStrategy
 from kspark.serde import Serdes
 from kspark.state import Stores
 
-from ..model import Build, P, Scenario, Step, Topics
-from .ported_support import EMIT_NOW, SESS_L, SS, L, S, ported
+from ..model import Build, P, Scenario, Step, Topics, W
+from .ported_support import EMIT_NOW, SESS_L, SS, THROTTLED, L, S, ported
 
 __all__ = ["SCENARIOS"]
 
@@ -122,6 +122,9 @@ _EDGES = _in(
     0,
 )
 
+# the edges' inputs with the wall clock moving between them (emit interval 1000 ms)
+_THROTTLED = [*_EDGES[:6], W(999), *_EDGES[6:8], W(1), *_EDGES[8:11], W(5000), *_EDGES[11:]]
+
 _D = "KStreamSessionWindowAggregateProcessorTest"
 
 
@@ -216,6 +219,20 @@ SCENARIOS: list[Scenario] = [
         "session that was not yet emitted, so only the merged session is emitted.",
         java="pss_final_edges",
         config=EMIT_NOW,
+    ),
+    ported(
+        "pss_final_throttled",
+        session_count("pss-throttled-store", True, 5, 2),
+        {"in": SS},
+        {"out": SESS_L},
+        _THROTTLED,
+        "Emit-final sessions throttled by a 1000 ms emit interval (KStreamSessionWindowAggregate's "
+        "shouldEmitFinal): the first record emits and schedules the next emit a second later on the "
+        "wall clock; records before it emit nothing, the first one after it emits every session closed "
+        "meanwhile.",
+        java="pss_final_throttled",
+        config={"__emit.interval.ms.kstreams.windowed.aggregation__": "1000"},
+        spark_skip=THROTTLED,
     ),
     ported(
         "pss_final_in_memory",

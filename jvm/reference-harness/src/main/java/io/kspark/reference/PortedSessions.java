@@ -36,6 +36,7 @@ final class PortedSessions {
         pair(m, "pss_late_grace", 10, 1);
         m.put("pss_final_edges", () -> sessionCount("pss-edges-store", true, 5, 2, null));
         m.put("pss_final_in_memory", PortedSessions::inMemory);
+        m.put("pss_final_throttled", () -> sessionCount("pss-throttled-store", true, 5, 2, null));
     }
 
     private static void pair(Map<String, Supplier<Topology>> m, String name, long gap, long grace) {
