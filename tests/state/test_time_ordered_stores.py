@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kspark.kstream.windowed import SessionWindow, Window, Windowed
 from kspark.serde import Serdes
 from kspark.state import Stores
@@ -116,11 +118,16 @@ def test_session_scan_by_end_time_orders_by_end_start_key_and_ignores_retention(
     assert store.fetch_session("b", 5, 8) is None
 
 
-def test_key_ordered_session_store_keeps_its_key_then_start_order() -> None:
+def test_key_ordered_and_cached_session_stores_cannot_scan_by_end_time() -> None:
+    # Kafka: RocksDBSessionStore and CachingSessionStore keep SessionStore's default, which throws
     store = _session_store(False, 1000)
-    for key, start, end in (("b", 5, 8), ("a", 7, 8)):
-        store.put(Windowed(key, SessionWindow(start, end)), key)
-    assert _sessions(store.find_sessions_by_end_time(0, 99)) == [("a", 7, 8), ("b", 5, 8)]
+    with pytest.raises(NotImplementedError, match="not supported by this implementation of SessionStore"):
+        store.find_sessions_by_end_time(0, 99)
+    supplier = SessionBytesStoreSupplier("s", 1000, persistent=True, time_ordered=True)
+    cached = Stores.session_store_builder(supplier, S, S).with_caching_enabled().build()
+    cached.init(FakeContext(), cached)
+    with pytest.raises(NotImplementedError, match="not supported by this implementation of SessionStore"):
+        cached.find_sessions_by_end_time(0, 99)
 
 
 def test_window_keys_are_windows_of_the_store_size() -> None:

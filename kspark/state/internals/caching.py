@@ -35,6 +35,7 @@ from kspark.state.api import KeyValueIterator, StateStore
 from kspark.state.internals.cache import DirtyEntry, LRUCacheEntry, NamedCache, ThreadCache, task_cache
 from kspark.state.internals.change_logging import WrappedStateStore
 from kspark.state.internals.in_memory_key_value_store import INVALID_RANGE_WARNING, increment_prefix
+from kspark.state.internals.in_memory_session_store import SCAN_BY_END_UNSUPPORTED
 from kspark.state.internals.in_memory_window_store import window_for
 from kspark.state.internals.iterators import PeekingKeyValueIterator, empty_iterator
 
@@ -471,10 +472,9 @@ class CachingSessionStore(CachingLayer):
     def find_sessions_by_end_time(
         self, earliest_session_end_time: int, latest_session_end_time: int
     ) -> KeyValueIterator[Windowed[bytes], bytes]:
-        below = self.wrapped.find_sessions_by_end_time(earliest_session_end_time, latest_session_end_time)
-        return self._find(
-            below, None, None, earliest_session_end_time, latest_session_end_time, _LONG_MAX, True
-        )
+        # Kafka's CachingSessionStore does not implement findSessions(earliestEnd, latestEnd) (the
+        # SessionStore default throws); emit-final session stores are never cached
+        raise NotImplementedError(SCAN_BY_END_UNSUPPORTED)
 
     def fetch(self, key: bytes) -> KeyValueIterator[Windowed[bytes], bytes]:
         if key is None:

@@ -31,7 +31,11 @@ from kspark.state.internals.in_memory_key_value_store import INVALID_RANGE_WARNI
 from kspark.state.internals.in_memory_store import InMemoryStore
 from kspark.state.internals.iterators import PeekingKeyValueIterator, empty_iterator
 
-__all__ = ["InMemorySessionStore"]
+__all__ = ["InMemorySessionStore", "SCAN_BY_END_UNSUPPORTED"]
+
+SCAN_BY_END_UNSUPPORTED = "This API is not supported by this implementation of SessionStore."
+"""Kafka's message for a session store that cannot scan by end time (``findSessions(long, long)``:
+the key-ordered persistent store and the caching layer keep ``SessionStore``'s throwing default)."""
 
 LOG = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ import logging
 from kspark.kstream.windowed import Windowed
 from kspark.serde.windowed import LONG_MAX
 from kspark.state.api import KeyValueIterator
-from kspark.state.internals.in_memory_session_store import InMemorySessionStore
+from kspark.state.internals.in_memory_session_store import SCAN_BY_END_UNSUPPORTED, InMemorySessionStore
 from kspark.state.internals.in_memory_window_store import InMemoryWindowStore
 
 __all__ = ["segment_id", "SegmentedWindowStore", "SegmentedSessionStore", "default_segment_interval"]
@@ -127,6 +127,13 @@ class SegmentedSessionStore(InMemorySessionStore):
         by_end = self._by_end
         while by_end and segment_id(by_end.peekitem(0)[0], self.segment_interval) < min_live:
             by_end.popitem(0)
+
+    def find_sessions_by_end_time(
+        self, earliest_session_end_time: int, latest_session_end_time: int
+    ) -> KeyValueIterator[Windowed[bytes], bytes]:
+        # Kafka's key-ordered RocksDBSessionStore cannot scan by end time (the SessionStore default
+        # throws); only the time-ordered store of emit-final aggregations and the in-memory one can
+        raise NotImplementedError(SCAN_BY_END_UNSUPPORTED)
 
     def remove(self, session_key: Windowed[bytes]) -> None:
         # the segmented store's remove advances the observed stream time, as a put does
