@@ -86,13 +86,8 @@ class KafkaStreams:
     ) -> None:
         # Validate before anything starts: a bad key fails here, naming it.
         self._config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
-        if self._config.exactly_once():
-            # Refuse rather than silently run at-least-once.
-            raise StreamsException(
-                "processing.guarantee=exactly_once_v2 is not implemented on the Spark runner yet; "
-                "use at_least_once (the TopologyTestDriver accepts either)"
-            )
         _refuse_secured_clients(self._config)
+        _check_guarantee(self._config)
         RunnerSettings.of(self._config)  # an unknown or mistyped spark.kspark.* key fails here
         self._topology = topology
         topology.internal_builder.set_application_id(self._config.application_id())
@@ -267,6 +262,43 @@ class KafkaStreams:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_GUARANTEE_SETTINGS: dict[str, tuple[str, ...]] = {
+    # key: the values that keep the guarantee (case-insensitive)
+    "consumer.isolation.level": ("read_committed",),
+    "main.consumer.isolation.level": ("read_committed",),
+    "spark.speculation": ("false",),
+}
+_EXACTLY_ONCE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "producer.enable.idempotence": ("true",),
+    "producer.acks": ("all", "-1"),
+}
+
+
+def _check_guarantee(config: StreamsConfig) -> None:
+    """Refuse settings that would break the processing guarantee, naming them.
+
+    Every consumer reads ``read_committed`` under both guarantees; exactly-once
+    also needs Spark's speculative execution off (two attempts of one task would
+    fence each other's transactions) and the producer settings kspark makes
+    (idempotence, ``acks=all``, its own ``transactional.id`` per task).
+    """
+    wanted = dict(_GUARANTEE_SETTINGS)
+    if config.exactly_once():
+        wanted.update(_EXACTLY_ONCE_SETTINGS)
+    for key, value in config.originals().items():
+        allowed = wanted.get(key)
+        if allowed is not None and str(value).strip().lower() not in allowed:
+            raise StreamsException(
+                f"{key}={value} would break processing.guarantee={config.processing_guarantee()}: "
+                f"it must be {' or '.join(allowed)} (or left unset)"
+            )
+        if config.exactly_once() and key == "producer.transactional.id":
+            raise StreamsException(
+                "producer.transactional.id must not be set: under exactly_once_v2 kspark gives each "
+                "task its own (<application.id>-<sub-topology>_<partition>)"
+            )
 
 
 def _refuse_secured_clients(config: StreamsConfig) -> None:

@@ -81,6 +81,14 @@ class SpilledInput:
             self._offsets[str(topic)].append(part["offset"].to_numpy(dtype="int64", copy=True))
         self.rows += len(frame)
 
+    def last_offsets(self) -> dict[str, int]:
+        """The largest offset of each topic held."""
+        return {
+            t: int(max(int(a.max()) for a in arrays if len(a)))
+            for t, arrays in self._offsets.items()
+            if any(len(a) for a in arrays)
+        }
+
     def _writer(self, topic: str) -> Any:
         import pyarrow as pa
 

@@ -49,7 +49,6 @@ from pyspark.sql.streaming.datasource import (
 
 from kspark.errors import StreamsException
 from kspark.processor.api import Headers
-from kspark.runtime.spark.kafka_io import RecordSender
 from kspark.runtime.spark.partition_reader import read_range
 from kspark.runtime.spark.tasks import TopologySpec, process_stateless
 
@@ -226,24 +225,32 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, OffsetRange)
         topic, p = partition.topic, partition.partition
         spec = self.plan.specs[topic]
-        sender = RecordSender(spec.producer_config)
+        commit = spec.task_commit(p, topic)
+        if not commit.begin({(topic, p): partition.end}):
+            yield 0, 0  # a replay of a batch whose output Kafka committed already
+            return
         records = 0
-        for chunk in read_range(self.plan.consumer, topic, p, partition.start, partition.end):
-            spec.global_replica()
-            process_stateless(
-                spec,
-                sender,
-                topic,
-                p,
-                chunk.offsets,
-                chunk.timestamps,
-                chunk.keys,
-                chunk.values,
-                chunk.headers,
-                _headers,
-            )
-            records += len(chunk.offsets)
-        yield records, sender.close()
+        try:
+            for chunk in read_range(self.plan.consumer, topic, p, partition.start, partition.end):
+                spec.global_replica()
+                process_stateless(
+                    spec,
+                    commit,
+                    topic,
+                    p,
+                    chunk.offsets,
+                    chunk.timestamps,
+                    chunk.keys,
+                    chunk.values,
+                    chunk.headers,
+                    _headers,
+                )
+                records += len(chunk.offsets)
+            written = commit.commit()
+        except BaseException:
+            commit.abort()
+            raise
+        yield records, written
 
 
 def _headers(raw: list[tuple[str, bytes | None]] | None) -> Headers:

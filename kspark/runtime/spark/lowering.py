@@ -514,10 +514,25 @@ class CountTail:
         self.topic = topic  # the sub-topology's one source topic
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from kspark.runtime.spark.kafka_io import HeaderReader, RecordSender
+        from kspark.runtime.spark.kafka_io import HeaderReader
+        from kspark.runtime.spark.task_commit import TaskCommit
         from kspark.runtime.spark.tasks import warm_stateless_task, written_batch
 
-        sender = RecordSender(self.spec.producer_config)
+        exactly_once = str(self.spec.config.get("processing.guarantee")) == "exactly_once_v2"
+        offsets: dict[int, int] = {}
+        if exactly_once:
+            # A task's commit carries its offsets from its first request on (task_commit.py): the
+            # batch's counts (one row per changed key, repartitioned by task: apply) come first.
+            import pyarrow.compute as pc
+
+            held = list(batches)
+            for batch in held:
+                for partition in pc.unique(batch.column("partition")).to_pylist():
+                    rows = pc.equal(batch.column("partition"), partition)
+                    last = pc.max(pc.filter(batch.column("offset"), rows)).as_py()
+                    offsets[partition] = max(offsets.get(partition, 0), last + 1)
+            batches = iter(held)
+        commits: dict[int, TaskCommit] = {}
         reader = HeaderReader.of_application(self.spec.config)
         topic = self.topic
         tails: dict[int, Tail] = {}
@@ -536,6 +551,13 @@ class CountTail:
                     cols["offset"],
                     strict=True,
                 ):
+                    commit = commits.get(partition)
+                    if commit is None:
+                        commit = commits[partition] = self.spec.task_commit(partition)
+                        known = {(topic, partition): offsets[partition]} if partition in offsets else {}
+                        commit.begin(known)
+                    if commit.replay:
+                        continue  # Kafka committed these counts' output already; Spark's state has them
                     if key is None:
                         _log.warning(
                             "Skipping record due to null key or value: "
@@ -554,10 +576,29 @@ class CountTail:
                     if check is not None:
                         check(topic, value)
                     self.native.forward(tail, key, value, ts, topic, partition, offset, headers)
-                    sender.send(task.drain_output())
+                    commit.send(task.drain_output())
+            written = sum(commit.commit() for commit in commits.values())
+        except BaseException:
+            for commit in commits.values():
+                commit.abort()
+            raise
         finally:
             reader.close()
-        yield written_batch(sender.close())
+        yield written_batch(written)
+
+    def apply(self, counts: DataFrame, tasks: int) -> DataFrame:
+        """This tail over a batch's counts (``foreachBatch``). Under exactly-once the counts are
+        first repartitioned by task, so that each Spark task writes one Kafka Streams task's
+        output in one transaction (the aggregation hashed them by key)."""
+        from pyspark.sql import functions as F
+
+        from kspark.runtime.spark.kafka_io import WRITTEN_DDL
+        from kspark.runtime.spark.shuffle import task_grouping_key
+
+        if str(self.spec.config.get("processing.guarantee")) == "exactly_once_v2":
+            keys = F.array(*[F.lit(task_grouping_key(p, tasks)) for p in range(tasks)])
+            counts = counts.repartition(tasks, F.element_at(keys, F.col("partition") + 1))
+        return counts.mapInArrow(self, WRITTEN_DDL)
 
     def _range_check(self) -> Callable[[str, int | None], Any] | None:
         """For a sum: what fails on a result the engine's store could not serialize. Spark sums

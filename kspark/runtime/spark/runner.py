@@ -106,8 +106,8 @@ _STOPPED_MESSAGE = (
 class _RunBatch:
     """The ``foreachBatch`` function: run a micro-batch (its stage writes the output) and count the output.
 
-    ``tail``: a ``mapInArrow`` function over the batch's rows that writes the
-    output itself (a native count's updated rows go through it).
+    ``tail``: what runs over the batch's rows and writes the output itself (a
+    native count's updated rows go through its ``CountTail``): DataFrame -> DataFrame.
     ``stopping``: set by :meth:`SparkRunner.stop`; a batch that fails while it
     is set was cancelled by the stop and says so in the shape Spark expects.
     ``idle`` and ``last_done`` let the stop wait for a running batch.
@@ -133,7 +133,7 @@ class _RunBatch:
         self.idle.clear()
         try:
             if self.tail is not None:
-                df = df.mapInArrow(self.tail, WRITTEN_DDL)
+                df = self.tail(df)
             try:
                 rows = df.collect()
             except Exception:
@@ -161,6 +161,11 @@ class SparkRunner:
         self.builder = topology.internal_builder
         self.builder.set_application_id(config.application_id())
         self.builder.validate()
+        if config.exactly_once() and str(spark.conf.get("spark.speculation", "false")).lower() == "true":
+            raise StreamsException(
+                "spark.speculation=true would break processing.guarantee=exactly_once_v2: two attempts "
+                "of one task would fence each other's transactions; turn it off for this application"
+            )
 
         self.queries: list[StreamingQuery] = []
         self._batch_functions: dict[str, _RunBatch] = {}  # by query name
@@ -280,6 +285,7 @@ class SparkRunner:
     # ------------------------------------------------------------------ queries
     def _spec(self, subtopology: int, fused: bool, continuous: bool) -> TopologySpec:
         bootstrap = ",".join(self.config.bootstrap_servers())
+        plan = self.plan().subtopology(subtopology)
         return TopologySpec(
             self.topology,
             self.config.originals(),
@@ -290,6 +296,7 @@ class SparkRunner:
             timers=continuous,
             has_global_stores=bool(self.builder.global_store_names()),
             fused=fused,
+            input_partitions={t: self.partitions[t] for t in plan.source_topics},
         )
 
     def _stage(self, query: QueryPlan, *, continuous: bool) -> tuple[DataFrame, Any]:
@@ -321,9 +328,10 @@ class SparkRunner:
         native = first.native
         if query.stage in (Stage.NATIVE_COUNT, Stage.NATIVE_REDUCE):
             assert native is not None
-            return count_plan(source, native), CountTail(
-                specs[first.subtopology], native, first.source_topics[0]
-            )
+            tail = CountTail(specs[first.subtopology], native, first.source_topics[0])
+            tasks = first.tasks
+            assert tasks is not None
+            return count_plan(source, native), lambda counts: tail.apply(counts, tasks)
         task = self._task_column(query)
         if query.stage is Stage.NATIVE_WINDOWED_COUNT:
             assert native is not None

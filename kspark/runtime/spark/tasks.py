@@ -34,9 +34,9 @@ import json
 import pickle
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
@@ -46,8 +46,8 @@ from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
 from kspark.runtime.spark.batch_input import SpilledInput, held_input
 from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
-from kspark.runtime.spark.kafka_io import RecordSender
 from kspark.runtime.spark.shuffle import task_of
+from kspark.runtime.spark.task_commit import TaskCommit, transactional_id
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,6 +65,8 @@ __all__ = [
     "StatelessStage",
     "TaskStage",
     "TaskGroup",
+    "Sender",
+    "next_offsets",
     "TaskMeta",
     "WarmTask",
     "warm_entry",
@@ -125,6 +127,21 @@ class TopologySpec:
     timers: bool = False  # processing-time timers drive wall-clock punctuation (continuous runs only)
     has_global_stores: bool = False
     fused: bool = False  # the physical plan fused the (stateless) task from its source (plan.py)
+    # The sub-topology's input topics and their partition counts (a task's input partitions).
+    input_partitions: Mapping[str, int] = field(default_factory=dict)
+
+    def task_commit(self, partition: int, topic: str | None = None) -> TaskCommit:
+        """The writes of task ``partition`` for one micro-batch (task_commit.py); with ``topic``,
+        of that input topic-partition only (a stateless read of one topic-partition)."""
+        if topic is not None:
+            inputs = [(topic, partition)]
+        else:
+            inputs = [(t, partition) for t, n in sorted(self.input_partitions.items()) if partition < n]
+        several = topic is not None and len(self.input_partitions) > 1
+        txn_id = transactional_id(
+            str(self.config["application.id"]), self.subtopology, partition, topic if several else None
+        )
+        return TaskCommit(self.config, self.producer_config, txn_id, inputs)
 
     def global_replica(self) -> GlobalStateReplica | None:
         """This worker's global stores, caught up with their topics (None without global stores)."""
@@ -221,6 +238,27 @@ def _run(task: StreamTask) -> list[OutputRecord]:
     return task.drain_output()
 
 
+class Sender(Protocol):
+    """Where a task's output records go: a :class:`TaskCommit` (or anything with its ``send``)."""
+
+    def send(self, records: Iterable[OutputRecord]) -> None: ...
+
+
+def next_offsets(frames: list[pd.DataFrame] | SpilledInput, partition: int) -> dict[tuple[str, int], int]:
+    """The offset after the last record of each input topic in a task's micro-batch: what the task
+    commits to its consumer group."""
+    if isinstance(frames, SpilledInput):
+        return {(t, partition): last + 1 for t, last in frames.last_offsets().items()}
+    out: dict[tuple[str, int], int] = {}
+    for frame in frames:
+        if not len(frame):
+            continue
+        for topic, last in frame.groupby("topic", sort=False)["offset"].max().items():
+            key = (str(topic), partition)
+            out[key] = max(out.get(key, 0), int(last) + 1)
+    return out
+
+
 def written_batch(n: int) -> pa.RecordBatch:
     import pyarrow as pa
 
@@ -251,21 +289,34 @@ class StatelessStage:
         self.specs = dict(specs)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sender: RecordSender | None = None
-        for batch in batches:
-            for (topic, partition), cols in _by_topic_partition(batch):
-                spec = self.specs[topic]
-                if sender is None:
-                    sender = RecordSender(spec.producer_config)
-                spec.global_replica()
-                columns = (cols["offset"], cols["timestamp"], cols["key"], cols["value"], cols["headers"])
-                process_stateless(spec, sender, topic, partition, *columns, kafka_headers)
-        yield written_batch(sender.close() if sender is not None else 0)
+        # One commit per input topic-partition: Spark's Kafka source gives a Spark task one.
+        commits: dict[tuple[str, int], TaskCommit] = {}
+        ends: dict[tuple[str, int], int] = {}
+        try:
+            for batch in batches:
+                for (topic, partition), cols in _by_topic_partition(batch):
+                    spec = self.specs[topic]
+                    commit = commits.get((topic, partition))
+                    if commit is None:
+                        commit = commits[(topic, partition)] = spec.task_commit(partition, topic)
+                        commit.begin()
+                    ends[(topic, partition)] = cols["offset"][-1] + 1
+                    if commit.replay:
+                        continue  # Kafka committed this batch's output already
+                    spec.global_replica()
+                    columns = (cols["offset"], cols["timestamp"], cols["key"], cols["value"], cols["headers"])
+                    process_stateless(spec, commit, topic, partition, *columns, kafka_headers)
+            written = sum(c.commit({tp: ends[tp]}) for tp, c in commits.items())
+        except BaseException:
+            for commit in commits.values():
+                commit.abort()
+            raise
+        yield written_batch(written)
 
 
 def process_stateless(
     spec: TopologySpec,
-    sender: RecordSender,
+    sender: Sender,
     topic: str,
     partition: int,
     offsets: list[int],
@@ -524,21 +575,27 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 
         spec.global_replica()
         task = warm.task
-        # Spark commits the task's state only with the whole micro-batch; output written
-        # before a failure is written again by the retry (at-least-once).
-        sender = RecordSender(spec.producer_config)
+        # Spark commits the task's state only with the whole micro-batch. At-least-once: output
+        # written before a failure is written again by the retry. Exactly-once: the output is one
+        # transaction, and a batch Kafka committed already only rebuilds the state (task_commit.py).
+        commit = spec.task_commit(partition)
+        commit.begin(next_offsets(frames, partition))
         changelog: list[_Entry] = []
 
         def emit() -> None:
             emitted, entries = _split_changelog(spec, task.drain_output())
-            sender.send(emitted)
+            commit.send(emitted)
             changelog.extend(entries)
 
-        process_input(task, partition, frames, emit)
-        task.maybe_punctuate_system_time(int(time.time() * 1000))
-        task.commit()
-        emit()
-        written = sender.close()
+        try:
+            process_input(task, partition, frames, emit)
+            task.maybe_punctuate_system_time(int(time.time() * 1000))
+            task.commit()
+            emit()
+            written = commit.commit()
+        except BaseException:
+            commit.abort()
+            raise
         fold_changelog(warm.latest, changelog)
         rows = persist_changelog(self._changelog, meta.changelog_rows, warm.latest, changelog)
         timer = self._set_timer(spec, meta.timer, task)

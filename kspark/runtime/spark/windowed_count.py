@@ -58,10 +58,11 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.windowed import TimeWindow
-from kspark.runtime.spark.kafka_io import HeaderReader, RecordSender
+from kspark.runtime.spark.kafka_io import HeaderReader
 from kspark.runtime.spark.shuffle import task_of
 from kspark.runtime.spark.tasks import (
     Latest,
+    Sender,
     TaskMeta,
     TopologySpec,
     WarmTask,
@@ -165,20 +166,28 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
     def _commit(self, partition: int, meta: TaskMeta, warm: WarmTask, frames: list[pd.DataFrame]) -> int:
         """Count a task's micro-batch, forward every changed window, persist; returns records written."""
         self.spec.global_replica()
-        batch = _Batch(self, partition, meta, warm)
+        # Exactly-once: one transaction, and a batch Kafka committed only rebuilds (task_commit.py).
+        commit = self.spec.task_commit(partition)
+        last = max((int(f["offset"].max()) for f in frames), default=None)
+        commit.begin({} if last is None else {(self.topic, partition): last + 1})
+        batch = _Batch(self, partition, meta, warm, commit)
         try:
             for chunk in in_offset_order(frames):
                 batch.count(chunk)
                 if batch.pending_bytes > batch.budget:
                     batch.flush()  # the engine's cache, full, forwards before the commit too
             batch.flush()
+            written = commit.commit()
+        except BaseException:
+            commit.abort()
+            raise
         finally:
             batch.headers.close()
         epoch = meta.epoch + 1
         self._meta.update((epoch, batch.stream_time, None, -1, batch.rows, None))
         warm.epoch = epoch
         keep_warm(self.spec, partition, warm)
-        return batch.sender.close()
+        return written
 
     def _where(self, partition: int, offset: int) -> str:
         return f"topic=[{self.topic}] partition=[{partition}] offset=[{offset}]"
@@ -206,7 +215,9 @@ class _Batch:
     every window is the same); memory stays bounded however large the batch.
     """
 
-    def __init__(self, stage: WindowedCountStage, partition: int, meta: TaskMeta, warm: WarmTask) -> None:
+    def __init__(
+        self, stage: WindowedCountStage, partition: int, meta: TaskMeta, warm: WarmTask, sender: Sender
+    ) -> None:
         self.stage = stage
         self.partition = partition
         self.warm = warm
@@ -214,7 +225,7 @@ class _Batch:
         self.stream_time = meta.stream_time
         self.rows = meta.changelog_rows
         self.budget = configured_cache_max_bytes(warm.task.context)
-        self.sender = RecordSender(stage.spec.producer_config)
+        self.sender = sender
         self.tail = stage.native.tail(warm.task)
         self.pending: dict[tuple[int, bytes], tuple[int, int, int, bool]] = {}
         self.pending_bytes = 0

@@ -230,12 +230,6 @@ def test_group_by_runs_two_subtopologies_joined_by_a_repartition_topic(
     assert got["a"][-1] == (4, 1006) and got["b"][-1] == (4, 1007)
 
 
-def test_exactly_once_is_refused_until_it_is_implemented(kafka: LocalKafka, tmp_path: Path) -> None:
-    config = {**_config(kafka, tmp_path, "eos"), "processing.guarantee": "exactly_once_v2"}
-    with pytest.raises(StreamsException, match="exactly_once_v2"):
-        KafkaStreams(_count_topology("a", "b"), config)
-
-
 def test_bad_config_fails_before_anything_starts(kafka: LocalKafka, tmp_path: Path) -> None:
     with pytest.raises(ConfigException, match=r"no\.such\.key"):
         KafkaStreams(_count_topology("a", "b"), {**_config(kafka, tmp_path, "bad"), "no.such.key": 1})
