@@ -9,8 +9,8 @@ RocksDB stores' *segmented* retention (segments of
 ``max(retention / 2, 60_000)`` ms; a late put is kept while its segment is
 live, see :mod:`kspark.state.internals.segmented_stores`), the in-memory
 ones Kafka's in-memory rules. One visible difference remains: a persistent
-window store iterates in the in-memory store's order (window start, then
-key) rather than RocksDB's segment order.
+session store scans several keys in the in-memory store's order (session
+end, then key) rather than RocksDB's segment order.
 """
 
 from __future__ import annotations

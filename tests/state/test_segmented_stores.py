@@ -148,3 +148,40 @@ def test_restore_in_any_order_keeps_what_is_live_at_the_batch_max(persistent: bo
     restore([rec(3, "old"), rec(30, "mid"), rec(42, "new")])
     assert ctx.dropped == []
     assert list(store.fetch("k", 0, 100)) == [KeyValue(30, "mid"), KeyValue(42, "new")]
+
+
+def test_persistent_window_store_scans_several_keys_in_rocksdb_order() -> None:
+    # RocksDBSegmentedBytesStore: segment by segment, within one by the store key bytes (key, start,
+    # seqnum); the in-memory store goes by window start, then key
+    rocks, _ = window_store(True, 200_000, 10)
+    mem, _ = window_store(False, 200_000, 10)
+    for store in (rocks, mem):
+        for key, start in (("b", 10), ("a", 20), ("b", 100_005), ("a", 10), ("ab", 10), ("a", 100_000)):
+            store.put(key, key, start)
+
+    def order(it: Any) -> list[tuple[str, int]]:
+        with it:
+            return [(kv.key.key, kv.key.window.start) for kv in it]
+
+    # segments of 100 s (retention 200 s): [0, 100 s) then [100 s, 200 s)
+    assert order(rocks.fetch_all(0, 200_000)) == [
+        ("a", 10),
+        ("a", 20),
+        ("ab", 10),
+        ("b", 10),
+        ("a", 100_000),
+        ("b", 100_005),
+    ]
+    assert order(rocks.backward_fetch_all(0, 200_000)) == list(reversed(order(rocks.fetch_all(0, 200_000))))
+    assert order(rocks.fetch_range("a", "b", 0, 50)) == [("a", 10), ("a", 20), ("ab", 10), ("b", 10)]
+    assert order(mem.fetch_all(0, 50)) == [("a", 10), ("ab", 10), ("b", 10), ("a", 20)]
+
+
+def test_caching_layer_merges_in_the_order_of_the_store_below() -> None:
+    store = Stores.window_store_builder(Stores.persistent_window_store("w", 200_000, 10, False), S, S)
+    cached = store.with_caching_enabled().build()
+    cached.init(FakeContext(), cached)
+    cached.put("b", "b", 10)
+    cached.put("a", "a", 20)  # both only in the cache
+    with cached.fetch_all(0, 50) as it:
+        assert [(kv.key.key, kv.key.window.start) for kv in it] == [("a", 20), ("b", 10)]

@@ -375,12 +375,15 @@ class CachingWindowStore(CachingLayer):
         low = None if key_from is None else (key_from, _LONG_MIN)
         high = None if key_to is None else (key_to, _LONG_MAX)
         cached = [ck for ck in self.named_cache.keys_in_range(low, high) if time_from <= ck[1] <= time_to]
+        # merged in the order of the store below (Kafka's merge compares segmented cache keys, which
+        # follow the inner store's layout)
+        order = getattr(self.wrapped, "iteration_order", None) or _start_then_key
         return self._merge(
             below,
             lambda kv: (kv.key.key, kv.key.window.start),
             cached,
             lambda ck, v: KeyValue(self._listener_key(ck), v),
-            lambda ck: (ck[1], ck[0]),
+            lambda ck: order(ck[0], ck[1]),
             reverse=not forward,
         )
 
@@ -528,6 +531,10 @@ class CachingSessionStore(CachingLayer):
             lambda ck: (ck[1], ck[0], -ck[2]),
             reverse=not forward,
         )
+
+
+def _start_then_key(key: bytes, window_start: int) -> Any:
+    return (window_start, key)
 
 
 def _kv_key(kv: KeyValue[bytes, bytes]) -> bytes:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from sortedcontainers import SortedDict
 
@@ -85,6 +86,11 @@ class InMemoryWindowStore(InMemoryStore):
     def observed_stream_time(self) -> int:
         """The largest window start put so far (-1 before any put)."""
         return self._observed_stream_time
+
+    def iteration_order(self, key: bytes, window_start: int) -> Any:
+        """Where an entry sorts in this store's scans over several keys: window start, then key
+        (a caching layer merges its entries into a scan in the same order)."""
+        return (window_start, key)
 
     def _min_live_time(self) -> int:
         # records expire exactly retention ms after their window start

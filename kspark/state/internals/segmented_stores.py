@@ -26,24 +26,32 @@ rules, which differ from the in-memory stores' (``InMemoryWindowStore``,
 * Restore advances the observed time to the largest timestamp in the batch
   before it drops records of expired segments, without counting them.
 
-kspark keeps these stores in memory with the in-memory stores' layout, so a
-persistent store iterates in the in-memory order (window start, then key;
-session end, then key) rather than RocksDB's (segment, then key bytes).
+kspark keeps these stores in memory with the in-memory stores' layout. A
+window store's scans over several keys come back in RocksDB's order
+(segment, then key, then window start), which an emit-final aggregation over
+such a store shows; a session store's still follow the in-memory order
+(session end, then key), visible only to scans over several keys (interactive
+queries, the Processor API), never to a DSL operator.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
+from typing import Any
 
 from kspark.kstream.windowed import Windowed
 from kspark.serde.windowed import LONG_MAX
 from kspark.state.api import KeyValueIterator
 from kspark.state.internals.in_memory_session_store import SCAN_BY_END_UNSUPPORTED, InMemorySessionStore
 from kspark.state.internals.in_memory_window_store import InMemoryWindowStore
+from kspark.state.internals.iterators import PeekingKeyValueIterator
 
 __all__ = ["segment_id", "SegmentedWindowStore", "SegmentedSessionStore", "default_segment_interval"]
 
 LOG = logging.getLogger(__name__)
+
+_START = struct.Struct(">q")
 
 
 def default_segment_interval(retention_period: int) -> int:
@@ -85,6 +93,19 @@ class SegmentedWindowStore(InMemoryWindowStore):
         segments = self._segments
         while segments and segment_id(segments.peekitem(0)[0], self.segment_interval) < min_live:
             segments.popitem(0)
+
+    def iteration_order(self, key: bytes, window_start: int) -> Any:
+        # RocksDB's order: segment, then the store key bytes (key, 8-byte start, sequence number)
+        return (segment_id(window_start, self.segment_interval), key + _START.pack(window_start))
+
+    def _fetch_keys(
+        self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, *, forward: bool
+    ) -> KeyValueIterator[Windowed[bytes], bytes]:
+        with super()._fetch_keys(key_from, key_to, time_from, time_to, forward=forward) as it:
+            pairs = list(it)
+        # a stable sort: duplicates of one key and start keep their sequence order
+        pairs.sort(key=lambda kv: self.iteration_order(kv.key.key, kv.key.window.start), reverse=not forward)
+        return PeekingKeyValueIterator(pairs, self.name)
 
     def fetch_window(self, key: bytes, window_start_timestamp: int) -> bytes | None:
         if not self.retain_duplicates:

@@ -31,6 +31,8 @@ start, then key), which is the time-ordered store's order for windows.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kspark.key_value import KeyValue
 from kspark.kstream.windowed import SessionWindow, Windowed
 from kspark.state.api import KeyValueIterator
@@ -47,6 +49,10 @@ class TimeOrderedWindowStore(SegmentedWindowStore):
         # getActualFrom for the time-first schema: no "+ 1" (Kafka keeps the window whose start is
         # exactly retention ms behind, so a window closing when retention == size + grace is emitted)
         return self._observed_stream_time - self.retention_period
+
+    def iteration_order(self, key: bytes, window_start: int) -> Any:
+        # the time-first key schema: window start, then key
+        return (window_start, key)
 
     def fetch_window(self, key: bytes, window_start_timestamp: int) -> bytes | None:
         self._check_open()

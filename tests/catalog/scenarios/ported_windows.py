@@ -47,15 +47,19 @@ def hop_agg(
     retention: int | None = None,
     logging: bool = True,
     in_memory: int | None = None,
+    persistent: int | None = None,
 ) -> Build:
     """Kafka's windowed ``aggregate("0", agg + "+" + v)`` into ``Materialized.as(store)``
-    (``in_memory``: into ``Stores.in_memory_window_store(store, in_memory ms, 10)`` instead)."""
+    (``in_memory`` / ``persistent``: into a store of the user's of that retention instead)."""
 
     def build(b: StreamsBuilder, t: Topics) -> None:
         if in_memory is not None:
             m = Materialized.as_(Stores.in_memory_window_store(store, in_memory, 10, False)).with_value_serde(
                 S
             )
+        elif persistent is not None:
+            supplier = Stores.persistent_timestamped_window_store(store, persistent, 10, False)
+            m = Materialized.as_(supplier).with_value_serde(S)
         else:
             m = Materialized.as_(store).with_value_serde(S)
         if retention is not None:
@@ -375,6 +379,17 @@ SCENARIOS: list[Scenario] = [
         "in-memory store's bounds (from observed - retention + 1) through the cache, not the "
         "time-ordered store's.",
         java="pw_final_hop_in_memory",
+        config=EMIT_NOW,
+    ),
+    ported(
+        "pw_final_hop_persistent",
+        hop_agg("pw-hop-persistent", True, 0, persistent=100),
+        {"in": SS},
+        {"out": WINS},
+        _HOP_EDGE,
+        "Emit-final over a user's persistent (key-ordered RocksDB) window store (retention 100, cached): "
+        "the emit scan uses that store's bounds and order (segment, then key, then window start).",
+        java="pw_final_hop_persistent",
         config=EMIT_NOW,
     ),
     ported(

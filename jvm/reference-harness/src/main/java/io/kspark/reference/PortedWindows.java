@@ -18,6 +18,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.streams.state.WindowBytesStoreSupplier;
 import org.apache.kafka.streams.state.WindowStore;
 
 /** Java twins of tests/catalog/scenarios/ported_windows.py (KStreamWindowAggregateTest and emit-final edges). */
@@ -40,7 +41,10 @@ final class PortedWindows {
         m.put("pw_final_large_interval", () -> hopAgg("pw-interval-large", true, 5, 5, null, true));
         m.put("pw_final_hop_edge", () -> hopAgg("pw-hop-edge", true, 0, 5, null, true));
         m.put("pw_final_tumble_jump", () -> hopAgg("pw-tumble-jump", true, 5, 10, null, true));
-        m.put("pw_final_hop_in_memory", PortedWindows::hopInMemory);
+        m.put("pw_final_hop_in_memory", () -> hopSupplied(Stores.inMemoryWindowStore(
+                "pw-hop-in-memory", Duration.ofMillis(15), Duration.ofMillis(10), false)));
+        m.put("pw_final_hop_persistent", () -> hopSupplied(Stores.persistentTimestampedWindowStore(
+                "pw-hop-persistent", Duration.ofMillis(100), Duration.ofMillis(10), false)));
     }
 
     static EmitStrategy strategy(boolean fin) {
@@ -72,7 +76,7 @@ final class PortedWindows {
         return b.build();
     }
 
-    static Topology hopInMemory() {
+    static Topology hopSupplied(WindowBytesStoreSupplier supplier) {
         StreamsBuilder b = new StreamsBuilder();
         b.stream("in", Consumed.with(S, S))
                 .groupByKey(Grouped.with(S, S))
@@ -80,9 +84,7 @@ final class PortedWindows {
                         .advanceBy(Duration.ofMillis(5)))
                 .emitStrategy(EmitStrategy.onWindowClose())
                 .aggregate(() -> "0", (k, v, agg) -> agg + "+" + v,
-                        Materialized.<String, String>as(Stores.inMemoryWindowStore(
-                                "pw-hop-in-memory", Duration.ofMillis(15), Duration.ofMillis(10), false))
-                                .withValueSerde(S))
+                        Materialized.<String, String>as(supplier).withValueSerde(S))
                 .toStream()
                 .to("out", out());
         return b.build();
