@@ -214,7 +214,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": SESS_L},
         _EDGES,
-        "Emit-final sessions (gap 5, grace 2): sessions of several keys ending together are emitted by "
+        "Edge beyond KStreamSessionWindowAggregateProcessorTest (emit final, gap 5, grace 2): "
+        "sessions of several keys ending together are emitted by "
         "start then key; a session ending at the close time waits one more ms; a merge replaces a "
         "session that was not yet emitted, so only the merged session is emitted.",
         java="pss_final_edges",
@@ -226,7 +227,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": SESS_L},
         _THROTTLED,
-        "Emit-final sessions throttled by a 1000 ms emit interval (KStreamSessionWindowAggregate's "
+        "Edge beyond KStreamSessionWindowAggregateProcessorTest (emit final): "
+        "sessions throttled by a 1000 ms emit interval (KStreamSessionWindowAggregate's "
         "shouldEmitFinal): the first record emits and schedules the next emit a second later on the "
         "wall clock; records before it emit nothing, the first one after it emits every session closed "
         "meanwhile.",
@@ -240,7 +242,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": SESS_L},
         _EDGES,
-        "Emit-final sessions over a user's in-memory session store (retention 12): its scan by end time "
+        "Edge beyond KStreamSessionWindowAggregateProcessorTest (emit final): "
+        "a user's in-memory session store (retention 12): its scan by end time "
         "keeps only sessions ending after observed - retention, in its own order (end, key, start).",
         java="pss_final_in_memory",
         config=EMIT_NOW,

@@ -363,7 +363,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": win(10)},
         _RETENTION,
-        "Emit-final sliding windows at the time-ordered store's retention (difference 10, grace 0, "
+        "Edge beyond KStreamSlidingWindowAggregateTest (emit final): "
+        "sliding windows at the time-ordered store's retention (difference 10, grace 0, "
         "retention 20): a closed window exactly retention ms behind the store's largest window start is "
         "emitted, one a millisecond further behind is not.",
         java="ps_final_retention",

@@ -362,7 +362,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": WINS},
         _HOP_EDGE,
-        "Emit-final hopping windows (10/5, grace 0) at the time-ordered store's retention boundary: a "
+        "Edge beyond KStreamWindowAggregateTest (emit final): "
+        "hopping windows (10/5, grace 0) at the time-ordered store's retention boundary: a "
         "record exactly on a window start closes the window retention ms behind the store's observed "
         "time, which Kafka still emits (its read bound has no +1); a jump past retention loses the "
         "windows in between without the cache and emits them with it.",
@@ -375,7 +376,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": WINS},
         _HOP_EDGE,
-        "Emit-final over a user's in-memory window store (retention 15, cached): the emit scan reads the "
+        "Edge beyond KStreamWindowAggregateTest (emit final): "
+        "a user's in-memory window store (retention 15, cached): the emit scan reads the "
         "in-memory store's bounds (from observed - retention + 1) through the cache, not the "
         "time-ordered store's.",
         java="pw_final_hop_in_memory",
@@ -387,7 +389,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": WINS},
         _HOP_EDGE,
-        "Emit-final over a user's persistent (key-ordered RocksDB) window store (retention 100, cached): "
+        "Edge beyond KStreamWindowAggregateTest (emit final): "
+        "a user's persistent (key-ordered RocksDB) window store (retention 100, cached): "
         "the emit scan uses that store's bounds and order (segment, then key, then window start).",
         java="pw_final_hop_persistent",
         config=EMIT_NOW,
@@ -398,7 +401,8 @@ SCENARIOS: list[Scenario] = [
         {"in": SS},
         {"out": WINS},
         _TUMBLE_JUMP,
-        "Emit-final tumbling windows (10, grace 5, retention 15) across jumps in stream time: windows "
+        "Edge beyond KStreamWindowAggregateTest (emit final): "
+        "tumbling windows (10, grace 5, retention 15) across jumps in stream time: windows "
         "closed by a jump are emitted only while they are within the store's retention bound (one "
         "record behind with the cache on).",
         java="pw_final_tumble_jump",
