@@ -2,12 +2,16 @@
 
     python -m bench.plot throughput OUT.png RUN.json [RUN.json ...]
     python -m bench.plot scaling OUT.png RUN.json [RUN.json ...]
+    python -m bench.plot w5 OUT.png W5.json
 
 ``throughput``: input records/s per workload and system (one bar each; a
 failed run has no bar), with the broker's consume-and-produce limit as a line
 when a run measured it (``--perf``). ``scaling``: kspark's input records/s
 against the number of records, one line per workload, from runs at different
-``--records``. Needs matplotlib (bench/requirements.txt); the harness does not.
+``--records``. ``w5``: a ``bench.w5`` result, one column per workload:
+input records/s (top) and p99 latency (bottom, log) per commit interval, a
+bar per system and guarantee (exactly-once hatched; a failed or missing run
+has no bar). Needs matplotlib (bench/requirements.txt); the harness does not.
 """
 
 from __future__ import annotations
@@ -93,13 +97,73 @@ def scaling(out: str, paths: list[str]) -> None:
     fig.savefig(out, dpi=110)
 
 
+W5_GUARANTEES = (("at_least_once", "at-least-once", ""), ("exactly_once_v2", "exactly-once", "//"))
+
+
+def w5(out: str, paths: list[str]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = json.loads(Path(paths[0]).read_text())
+    tp, lat = data.get("throughput", []), data.get("latency", [])
+    rows = tp + lat
+    workloads = sorted({r["workload"] for r in rows})
+    commits = sorted({r["commit_ms"] for r in rows})
+    systems = [s for s in SYSTEM_ORDER if any(r["system"] == s for r in rows)]
+    bars = [(s, g) for s in systems for g in W5_GUARANTEES]
+    width = 0.8 / max(len(bars), 1)
+    colors = {s: f"C{i}" for i, s in enumerate(SYSTEM_ORDER)}
+    fig, axes = plt.subplots(2, len(workloads), figsize=(5.5 * len(workloads), 7), squeeze=False)
+    for col, w in enumerate(workloads):
+        for row, (source, field, label) in enumerate(
+            ((tp, "rate", "input records / s"), (lat, "p99_ms", "p99 latency, ms (log)"))
+        ):
+            ax = axes[row][col]
+            for i, (s, (g, g_label, hatch)) in enumerate(bars):
+                xs, ys = [], []
+                for j, c in enumerate(commits):
+                    r = next(
+                        (
+                            r
+                            for r in source
+                            if (r["workload"], r["system"], r["guarantee"], r["commit_ms"]) == (w, s, g, c)
+                        ),
+                        None,
+                    )
+                    good = r is not None and (r.get("ok") or r.get("check") == "ok") and r.get(field)
+                    if good and r is not None:
+                        xs.append(j + i * width)
+                        ys.append(r[field])
+                ax.bar(
+                    xs, ys, width, color=colors[s], hatch=hatch, edgecolor="black", label=f"{s}, {g_label}"
+                )
+            ax.set_xticks(
+                [j + width * (len(bars) - 1) / 2 for j in range(len(commits))], [f"{c:,} ms" for c in commits]
+            )
+            ax.set_ylabel(label)
+            if field == "p99_ms":
+                ax.set_yscale("log")
+                rates = sorted({r["offered_rate"] for r in lat if r["workload"] == w})
+                offered = ", ".join(f"{x:,.0f}" for x in rates)
+                ax.set_title(f"{w}: p99 at {offered} rec/s offered", fontsize="medium")
+            else:
+                ax.set_title(f"{w}: throughput, {data['args']['records']:,} records", fontsize="medium")
+            ax.set_xlabel("commit / trigger interval")
+    axes[0][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("W5: at-least-once against exactly_once_v2, 2 partitions, 2 cores")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["throughput", "scaling"])
+    ap.add_argument("kind", choices=["throughput", "scaling", "w5"])
     ap.add_argument("out")
     ap.add_argument("runs", nargs="+")
     args = ap.parse_args(argv)
-    (throughput if args.kind == "throughput" else scaling)(args.out, args.runs)
+    {"throughput": throughput, "scaling": scaling, "w5": w5}[args.kind](args.out, args.runs)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,13 @@ A run counts only when its output equals the result computed in Python
 (:mod:`bench.workloads`). Peak memory is the largest summed RSS of the
 system's process tree, sampled every 0.5 s, and the largest summed PSS (a
 page shared by forked processes counts once in all). See docs/benchmarks.md.
+
+``--guarantee exactly_once_v2`` runs kspark and Kafka Streams under Kafka's
+exactly-once (``processing.guarantee``); the other systems are skipped,
+saying why. Outputs are read ``read_committed`` under both guarantees, and
+under exactly-once a run ends when its last output became visible: the
+append time of its transaction's commit marker (:mod:`bench.kafka_output`).
+``bench.w5`` runs both guarantees at several commit intervals.
 """
 
 from __future__ import annotations
@@ -42,6 +49,9 @@ import numpy as np
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench import jvm
+from bench.kafka_output import READ_COMMITTED, OutputWatcher, visible_times
+from bench.perf_tools import broker_limits
+from bench.proctree import TICKS, pss_bytes, rss_by_command, tree
 from bench.workloads import (
     WORKLOADS,
     Checker,
@@ -54,7 +64,22 @@ from bench.workloads import (
 )
 from kspark.dev.kafka import LocalKafka
 
-__all__ = ["System", "SYSTEMS", "RunResult", "run_system", "run_latency", "preload", "main"]
+__all__ = [
+    "System",
+    "SYSTEMS",
+    "GUARANTEES",
+    "RunResult",
+    "run_system",
+    "run_latency",
+    "preload",
+    "add_common_args",
+    "prepare",
+    "skip_reason",
+    "main",
+]
+
+AT_LEAST_ONCE, EXACTLY_ONCE_V2 = "at_least_once", "exactly_once_v2"
+GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
 
 
 def events_from(i: int) -> Any:
@@ -75,6 +100,18 @@ class System:
     count_format: dict[str, str]
     workloads: tuple[str, ...]
     instances: Callable[[dict[str, Any]], int] = lambda spec: 1
+    # processing.guarantee values the harness can run it under; why not exactly-once, if not.
+    guarantees: tuple[str, ...] = (AT_LEAST_ONCE,)
+    no_exactly_once: str = ""
+
+
+def skip_reason(system: System, workload: str, guarantee: str) -> str | None:
+    """Why ``system`` does not run ``workload`` under ``guarantee`` here (None: it runs)."""
+    if workload not in system.workloads:
+        return "not implemented for this system"
+    if guarantee not in system.guarantees:
+        return f"no {guarantee} in this harness: {system.no_exactly_once}"
+    return None
 
 
 def _py(
@@ -100,6 +137,7 @@ def _kstreams(spec: dict[str, Any], _args: argparse.Namespace) -> list[str]:
         str(spec["partitions"]),
         str(spec["commit_ms"]),
         spec.get("table") or "",
+        spec.get("guarantee", AT_LEAST_ONCE),
     ]
 
 
@@ -111,12 +149,14 @@ SYSTEMS: dict[str, System] = {
             _py("bench.systems.kspark_app", lambda a: a.python),
             {"W2": "long", "W3": "long"},
             ("W1", "W2", "W3", "W4"),
+            guarantees=GUARANTEES,
         ),
         System(
             "pyspark",
             _py("bench.systems.pyspark_app", lambda a: a.python),
             {"W2": "str", "W3": "str"},
             ("W1", "W2", "W3", "W4"),
+            no_exactly_once="Spark's Kafka sink writes without transactions (at-least-once only)",
         ),
         System(
             "quix",
@@ -124,6 +164,8 @@ SYSTEMS: dict[str, System] = {
             {"W2": "json", "W3": "jsonc"},
             ("W1", "W2", "W3", "W4"),
             instances=lambda spec: int(spec["partitions"]),
+            no_exactly_once="its app (bench/systems/quix_app.py) runs at-least-once only; Quix's own "
+            "exactly-once mode is not wired into the harness",
         ),
         System(
             "faust",
@@ -131,12 +173,15 @@ SYSTEMS: dict[str, System] = {
             {"W2": "json", "W3": "json"},
             ("W1", "W2", "W3"),
             instances=lambda spec: int(spec["partitions"]),
+            no_exactly_once="its app (bench/systems/faust_app.py) runs at-least-once only; Faust's own "
+            "exactly_once mode is not wired into the harness",
         ),
         System(
             "kstreams",
             _kstreams,
             {"W2": "long", "W3": "long"},
             ("W1", "W2", "W3", "W4"),
+            guarantees=GUARANTEES,
         ),
     )
 }
@@ -212,100 +257,6 @@ def preload_table(kafka: LocalKafka, topic: str, partitions: int) -> None:
 # ---------------------------------------------------------------- measuring
 
 
-def _tree(roots: list[int]) -> dict[int, tuple[str, int, int]]:
-    """pid -> (command name, RSS bytes, CPU ticks) of every process in the trees under ``roots``."""
-    children: dict[int, list[int]] = {}
-    usage: dict[int, tuple[str, int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                stat = fh.read()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            children.setdefault(int(fields[1]), []).append(int(entry))
-            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-            usage[int(entry)] = (comm, int(fields[21]) * _PAGE, int(fields[11]) + int(fields[12]))
-        except (OSError, ValueError, IndexError):
-            continue
-    found = {}
-    todo = list(roots)
-    while todo:
-        pid = todo.pop()
-        if pid in usage:
-            found[pid] = usage[pid]
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def _rss_by_command(roots: list[int]) -> dict[str, int]:
-    """RSS in MB per command name (java, python, ...) of the process trees under ``roots``."""
-    by: dict[str, int] = {}
-    for comm, rss, _ in _tree(roots).values():
-        by[comm] = by.get(comm, 0) + rss
-    return {comm: round(rss / 2**20) for comm, rss in sorted(by.items())}
-
-
-def _pss_bytes(pids: list[int]) -> int:
-    """Summed proportional set size of ``pids``: a page shared by n of them counts 1/n in each
-    (RSS counts forked workers' shared pages once per process)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as fh:
-                for line in fh:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except (OSError, ValueError):
-            continue  # the process ended between listing and reading
-    return total
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-class _OutputWatcher:
-    """Reads the output topic from the start, folding records into a Checker and the last append time."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int, checker: Checker) -> None:
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-watch-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
-        self.topic = topic
-        self.partitions = [TopicPartition(topic, p, 0) for p in range(partitions)]
-        self.consumer.assign(self.partitions)
-        self.checker = checker
-        self.position = dict.fromkeys(range(partitions), 0)
-        self.last_append_ms = 0
-
-    def high(self) -> int:
-        return sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions)
-
-    def drain(self) -> None:
-        target = {
-            tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions
-        }
-        while any(self.position[p] < target[p] for p in target):
-            for msg in self.consumer.consume(num_messages=100_000, timeout=1.0):
-                if msg.error():
-                    continue
-                self.checker.add(msg.key(), msg.value())
-                self.position[int(msg.partition() or 0)] = int(msg.offset() or 0) + 1
-                _ts_type, ts = msg.timestamp()
-                if ts > self.last_append_ms:
-                    self.last_append_ms = ts
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
 def _spec(
     system: System,
     args: argparse.Namespace,
@@ -327,6 +278,7 @@ def _spec(
         "app_id": f"bench-{run_id}",
         "state_dir": state_dir,
         "commit_ms": args.commit_ms,
+        "guarantee": args.guarantee,
         "partitions": args.partitions,
         "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
     }
@@ -373,7 +325,7 @@ def run_system(
     state_dir = tempfile.mkdtemp(prefix=f"bench-{run_id}-")
     spec = _spec(system, args, kafka, run_id, workload, input_topic, output, table_topic, state_dir)
     checker = Checker(workload, n, system.count_format.get(workload, "long"))
-    watcher = _OutputWatcher(kafka.bootstrap_servers, output, args.partitions, checker)
+    watcher = OutputWatcher(kafka.bootstrap_servers, output, args.partitions, checker)
     logs = Path(args.logs) / run_id
     logs.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[str]] = []
@@ -389,18 +341,18 @@ def run_system(
 
     def sample() -> None:
         while not stop_sampling.wait(0.5):
-            tree = _tree([p.pid for p in procs])
-            for pid, (comm, _, ticks) in tree.items():
+            found = tree([p.pid for p in procs])
+            for pid, (comm, _, ticks) in found.items():
                 cpu_by_pid[pid] = (comm, ticks)
-            rss = sum(p[1] for p in tree.values()) / 2**20
-            peak_pss[0] = max(peak_pss[0], _pss_bytes(list(tree)) / 2**20)
-            seconds = sum(p[2] for p in tree.values()) / _TICKS
+            rss = sum(p[1] for p in found.values()) / 2**20
+            peak_pss[0] = max(peak_pss[0], pss_bytes(list(found)) / 2**20)
+            seconds = sum(p[2] for p in found.values()) / TICKS
             peak[0] = max(peak[0], rss)
             interval_peak[0] = max(interval_peak[0], rss)
             if not rss_series or time.time() - launched >= rss_series[-1]["s"] + 10:
                 # Every 10 s: whether memory grows, in which process kind, and the
                 # highest total since the previous entry (a spike between entries).
-                by_command = _rss_by_command([p.pid for p in procs])
+                by_command = rss_by_command([p.pid for p in procs])
                 rss_series.append(
                     {"s": round(time.time() - launched), **by_command, "peak": round(interval_peak[0])}
                 )
@@ -491,7 +443,7 @@ def run_system(
     # CPU seconds per process kind over the whole run (start-up included), as last sampled.
     cpu_seconds: dict[str, float] = {}
     for comm, ticks in cpu_by_pid.values():
-        cpu_seconds[comm] = cpu_seconds.get(comm, 0.0) + ticks / _TICKS
+        cpu_seconds[comm] = cpu_seconds.get(comm, 0.0) + ticks / TICKS
     result.extra["cpu_seconds"] = {k: round(v, 1) for k, v in sorted(cpu_seconds.items())}
     result.output_records = checker.records
     result.duplicates = checker.duplicates
@@ -503,9 +455,14 @@ def run_system(
         result.ok = verdict is None
     elif verdict:
         result.verdict += f": {verdict}"
-    if result.ok and firsts and watcher.last_append_ms:
-        result.seconds = (watcher.last_append_ms - min(firsts)) / 1000
-        result.wall_seconds = watcher.last_append_ms / 1000 - launched
+    # The end is the last output's append time; under exactly-once the time it became visible,
+    # its transaction's commit marker's append time (bench.kafka_output). Both are kept.
+    visible_ms = watcher.visible_end_ms(kafka) if watcher.last_append_ms else 0
+    result.extra.update(last_append_ms=watcher.last_append_ms, visible_end_ms=visible_ms)
+    end_ms = visible_ms if args.guarantee == EXACTLY_ONCE_V2 else watcher.last_append_ms
+    if result.ok and firsts and end_ms:
+        result.seconds = (end_ms - min(firsts)) / 1000
+        result.wall_seconds = end_ms / 1000 - launched
         result.rate = n / result.seconds if result.seconds > 0 else None
     elif result.ok:
         result.ok = False
@@ -528,7 +485,10 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
     id; W2/W3 the first output of its key (and window) whose count includes
     it). Records produced in the first ``--latency-warmup`` seconds of the
     load are excluded from the percentiles. The output must equal the
-    expected result for every record produced.
+    expected result for every record produced. The output is read
+    ``read_committed``; under exactly-once an output's time is when it became
+    visible, its transaction's commit marker's append time
+    (:mod:`bench.kafka_output`), not its own append time.
     """
     run_id = f"{system.name}-lat-{workload.lower()}-{uuid.uuid4().hex[:6]}"
     input_topic, output = f"in-{run_id}", f"out-{run_id}"
@@ -547,6 +507,7 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
     total = _LATENCY_READY_RECORDS + int(args.latency_rate * args.latency_seconds)
     sent = np.full(total, np.nan)  # wall time of each measured input's produce() call
     out_groups, out_counts, out_times = array("q"), array("q"), array("d")
+    out_partitions, out_offsets = array("q"), array("q")  # of each answering output
     with contextlib.ExitStack() as stack:
         for i in range(system.instances(spec)):
             procs.append(_launch(system, spec, args, logs, i, stack))
@@ -559,6 +520,7 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
                 "group.id": f"lat-{run_id}",
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
+                **READ_COMMITTED,
             }
         )
         consumer.assign([TopicPartition(output, p, 0) for p in range(args.partitions)])
@@ -578,6 +540,8 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
                     out_groups.append(answer[0])
                     out_counts.append(answer[1])
                     out_times.append(msg.timestamp()[1] / 1000)
+                    out_partitions.append(int(msg.partition() or 0))
+                    out_offsets.append(int(msg.offset() or 0))
 
         def send(i: int) -> None:
             e = next(events_from(i))
@@ -620,11 +584,15 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
     shutil.rmtree(state_dir, ignore_errors=True)
     verdict = checker.verdict()
     groups, expects = answer_groups(workload, total)
+    times = np.frombuffer(out_times, dtype=np.float64)
+    if args.guarantee == EXACTLY_ONCE_V2:
+        times = times.copy()
+        parts, offsets = np.frombuffer(out_partitions, np.int64), np.frombuffer(out_offsets, np.int64)
+        for partition in range(args.partitions):
+            here = parts == partition
+            times[here] = visible_times(kafka, output, partition).at(offsets[here]) / 1000
     answered = answer_times(
-        groups,
-        np.frombuffer(out_groups, dtype=np.int64),
-        np.frombuffer(out_counts, dtype=np.int64),
-        np.frombuffer(out_times, dtype=np.float64),
+        groups, np.frombuffer(out_groups, dtype=np.int64), np.frombuffer(out_counts, dtype=np.int64), times
     )
     measured = expects & (sent >= start + args.latency_warmup)
     latencies = np.sort((answered[measured] - sent[measured]) * 1000)
@@ -637,6 +605,8 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
     return {
         "system": system.name,
         "workload": workload,
+        "guarantee": args.guarantee,
+        "commit_ms": args.commit_ms,
         "offered_rate": args.latency_rate,
         "produced": total,
         "outputs": checker.records,
@@ -646,86 +616,6 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
         "p99_ms": pct(0.99),
         "max_ms": pct(1.0),
         "check": verdict or "ok",
-    }
-
-
-# ---------------------------------------------------------------- perf tools
-
-
-def broker_limits(kafka: LocalKafka, n: int, partitions: int, input_topic: str) -> dict[str, float]:
-    """Kafka's own perf tools: raw produce rate, raw consume rate, and both at once (a pipe's limit)."""
-    cp = jvm.kafka_tools_classpath()
-    base = [jvm.java(), "-Xmx512m", "-cp", cp]
-    bs = kafka.bootstrap_servers
-
-    def producer(topic: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [
-                *base,
-                "org.apache.kafka.tools.ProducerPerformance",
-                "--topic",
-                topic,
-                "--num-records",
-                str(n),
-                "--record-size",
-                "100",
-                "--throughput",
-                "-1",
-                "--producer-props",
-                f"bootstrap.servers={bs}",
-                "acks=1",
-                "linger.ms=5",
-                "batch.size=262144",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-
-    def consumer(topic: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [
-                *base,
-                "org.apache.kafka.tools.ConsumerPerformance",
-                "--bootstrap-server",
-                bs,
-                "--topic",
-                topic,
-                "--messages",
-                str(n),
-                "--timeout",
-                "60000",
-                "--group",
-                f"perf-{uuid.uuid4().hex[:6]}",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-
-    def producer_rate(out: str) -> float:
-        last = [ln for ln in out.splitlines() if "records sent" in ln][-1]
-        return float(last.split("records sent,")[1].split("records/sec")[0])
-
-    def consumer_rate(out: str) -> float:
-        lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith("WARNING")]
-        header = [h.strip() for h in lines[0].split(",")]
-        values = [v.strip() for v in lines[1].split(",")]
-        return float(values[header.index("nMsg.sec")])
-
-    kafka.create_topic("perf-produce", partitions)
-    p = producer("perf-produce")
-    produce = producer_rate(p.communicate()[0])
-    c = consumer(input_topic)
-    consume = consumer_rate(c.communicate()[0])
-    kafka.create_topic("perf-pipe", partitions)
-    c, p = consumer(input_topic), producer("perf-pipe")
-    pipe_consume, pipe_produce = consumer_rate(c.communicate()[0]), producer_rate(p.communicate()[0])
-    return {
-        "produce": produce,
-        "consume": consume,
-        "pipe_consume": pipe_consume,
-        "pipe_produce": pipe_produce,
     }
 
 
@@ -767,13 +657,12 @@ def table(results: list[RunResult], systems: list[str]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
-    ap.add_argument("--workload", default="W1,W2", help=f"comma-separated, of {','.join(WORKLOADS)}")
+def add_common_args(ap: argparse.ArgumentParser, *, workloads: str, systems: str) -> None:
+    """The options bench.run shares with drivers built on it (bench.w5)."""
+    ap.add_argument("--workload", default=workloads, help=f"comma-separated, of {','.join(WORKLOADS)}")
     ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--systems", default="kspark,pyspark,quix,kstreams")
+    ap.add_argument("--systems", default=systems, help=f"comma-separated, of {','.join(SYSTEMS)}")
     ap.add_argument("--partitions", type=int, default=2, help="input partitions = cores = threads/processes")
-    ap.add_argument("--commit-ms", type=int, default=1000, help="commit / trigger interval of every system")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     ap.add_argument(
         "--idle",
@@ -781,15 +670,8 @@ def main(argv: list[str] | None = None) -> int:
         default=45.0,
         help="stop a run whose processes stay idle this long with the output incomplete",
     )
-    ap.add_argument(
-        "--latency-rate",
-        type=float,
-        default=0.0,
-        help="instead of throughput: each --workload's latency at this offered load (records/s)",
-    )
     ap.add_argument("--latency-seconds", type=float, default=90.0)
     ap.add_argument("--latency-warmup", type=float, default=45.0)
-    ap.add_argument("--perf", action="store_true", help="also run Kafka's perf tools (the broker's limit)")
     ap.add_argument("--python", default=sys.executable, help="interpreter with kspark and pyspark")
     ap.add_argument("--peers-python", default=PEERS_PYTHON, help="interpreter with quixstreams and faust")
     ap.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "kspark-bench-logs"))
@@ -811,7 +693,10 @@ def main(argv: list[str] | None = None) -> int:
         help="git revision of kspark/ the systems run (exported to a temp dir: the shared working tree may "
         "hold someone's unfinished edits); 'worktree' runs the working tree as it is",
     )
-    args = ap.parse_args(argv)
+
+
+def prepare(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """Check the workloads and systems asked for, note the load and the kspark commit, export kspark."""
     workloads = [w.strip().upper() for w in args.workload.split(",") if w.strip()]
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in systems if s not in SYSTEMS] + [w for w in workloads if w not in WORKLOADS]
@@ -825,15 +710,45 @@ def main(argv: list[str] | None = None) -> int:
     args.kspark_src = None
     if args.kspark_rev != "worktree":
         args.kspark_src = export_kspark(args.kspark_rev)
+    return workloads, systems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    add_common_args(ap, workloads="W1,W2", systems="kspark,pyspark,quix,kstreams")
+    ap.add_argument("--commit-ms", type=int, default=1000, help="commit / trigger interval of every system")
+    ap.add_argument(
+        "--guarantee",
+        choices=GUARANTEES,
+        default=AT_LEAST_ONCE,
+        help="processing.guarantee of every system that has it (kspark, kstreams); others are skipped "
+        "under exactly_once_v2",
+    )
+    ap.add_argument(
+        "--latency-rate",
+        type=float,
+        default=0.0,
+        help="instead of throughput: each --workload's latency at this offered load (records/s)",
+    )
+    ap.add_argument("--perf", action="store_true", help="also run Kafka's perf tools (the broker's limit)")
+    args = ap.parse_args(argv)
+    workloads, systems = prepare(ap, args)
+
+    def runs(w: str) -> list[System]:
+        """The systems that run ``w`` under the guarantee, saying why for each that does not."""
+        chosen = []
+        for s in systems:
+            why = skip_reason(SYSTEMS[s], w, args.guarantee)
+            if why:
+                print(f"{w} {s}: {why}, skipped", flush=True)
+            else:
+                chosen.append(SYSTEMS[s])
+        return chosen
+
     results: list[RunResult] = []
     with LocalKafka(heap="1g", log_level="WARN") as kafka:
         if args.latency_rate:
-            lat = [
-                run_latency(kafka, SYSTEMS[s], w, args)
-                for w in workloads
-                for s in systems
-                if w in SYSTEMS[s].workloads
-            ]
+            lat = [run_latency(kafka, system, w, args) for w in workloads for system in runs(w)]
             for row in lat:
                 print(json.dumps(row), flush=True)
             if args.json:
@@ -853,14 +768,10 @@ def main(argv: list[str] | None = None) -> int:
                 + ", ".join(f"{k} {v:,.0f}" for k, v in limits.items())
             )
         for w in workloads:
-            for s in systems:
-                system = SYSTEMS[s]
-                if w not in system.workloads:
-                    print(f"{w} {s}: not implemented for this system, skipped", flush=True)
-                    continue
+            for system in runs(w):
                 r = run_system(kafka, system, w, args.records, input_topic, args, table_topic)
                 print(
-                    f"{w} {s}: {_fmt_rate(r)} rec/s, {r.seconds} s, peak {r.peak_rss_mb} MB "
+                    f"{w} {system.name}: {_fmt_rate(r)} rec/s, {r.seconds} s, peak {r.peak_rss_mb} MB "
                     f"(PSS {r.peak_pss_mb}), {r.output_records} out, {r.verdict}",
                     flush=True,
                 )
@@ -868,7 +779,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"records={args.records:,} partitions={args.partitions} commit/trigger={args.commit_ms} ms "
-        f"kspark={args.kspark_commit} load average before={args.load_before}"
+        f"guarantee={args.guarantee} kspark={args.kspark_commit} load average before={args.load_before}"
     )
     print(table(results, systems))
     if args.json:

@@ -1,8 +1,9 @@
 """kspark: the workloads written with kspark's DSL, run by ``KafkaStreams.start()`` on Spark (local[2]).
 
 Settings: kspark's defaults (Spark session from ``create_spark_session``, its
-RocksDB state store, at-least-once, record cache as the runner has it) with
-``commit.interval.ms`` (the trigger interval) from the harness and
+RocksDB state store, record cache as the runner has it) with
+``commit.interval.ms`` (the trigger interval) and ``processing.guarantee``
+(at-least-once unless ``--guarantee exactly_once_v2``) from the harness and
 ``spark.master=local[<partitions>]``. The functions live in this importable
 module because Spark's Python workers import them by name.
 """
@@ -83,6 +84,7 @@ def main() -> None:
         "bootstrap.servers": spec["bootstrap"],
         "state.dir": spec["state_dir"],
         "commit.interval.ms": spec["commit_ms"],
+        "processing.guarantee": spec.get("guarantee", "at_least_once"),
         "spark.master": f"local[{spec['partitions']}]",
         **PROGRESS_RETENTION,
         **spec.get("extra", {}),

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
@@ -23,7 +24,11 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 /**
  * The benchmark workloads on Java Kafka Streams 4.1.1 (bench/run.py, system "kstreams").
  *
- * <p>Args: workload bootstrap input output applicationId stateDir threads commitIntervalMs [table].
+ * <p>Args: workload bootstrap input output applicationId stateDir threads commitIntervalMs [table
+ * [processingGuarantee]] (table "" when there is none; guarantee at_least_once by default). Under
+ * exactly_once_v2 the producer's transaction.timeout.ms is Kafka Streams' 10 s default, raised to twice
+ * the commit interval when that is longer (a 10 s commit interval would otherwise let a stateless
+ * task's transaction, open from the first write after a commit to the next commit, reach the timeout).
  * Runs until a line "stop" (or EOF) arrives on stdin, then prints
  * {@code RESULT {"first_input_ms": ...}}: the wall-clock time the first input record was processed.
  */
@@ -63,6 +68,12 @@ public final class KStreamsBench {
     props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, args[6]);
     props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, args[7]);
     props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+    String guarantee = args.length > 9 && !args[9].isEmpty() ? args[9] : StreamsConfig.AT_LEAST_ONCE;
+    props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
+    if (guarantee.equals(StreamsConfig.EXACTLY_ONCE_V2)) {
+      long timeout = Math.max(10_000L, 2 * Long.parseLong(args[7]));
+      props.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), (int) timeout);
+    }
 
     StreamsBuilder builder = new StreamsBuilder();
     KStream<String, byte[]> in =
