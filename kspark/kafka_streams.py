@@ -178,7 +178,9 @@ class KafkaStreams:
         assert runner is not None
         while not self._stop_monitor.wait(0.5):
             exc = runner.failure()
-            if exc is not None and not self._handle_failure(exc, can_replace=True):
+            if exc is None or runner.restart_transient_failures():
+                continue
+            if not self._handle_failure(exc, can_replace=True):
                 return
 
     def _handle_failure(self, exc: BaseException, *, can_replace: bool) -> bool:

@@ -226,6 +226,8 @@ class LocalKafka:
         self._workdir: Path | None = None
         self._port: int | None = None
         self._finalizer: weakref.finalize[..., LocalKafka] | None = None
+        self._controller_port = 0
+        self._owned = True
         self.startup_seconds: float | None = None
         """Wall time of the last :meth:`start`, from launch to serving metadata."""
 
@@ -292,17 +294,22 @@ class LocalKafka:
                 raise
         raise AssertionError("unreachable")
 
-    def _launch(self, java: Path, cp: str) -> None:
+    def _launch(self, java: Path, cp: str, again: tuple[Path, int, int, bool] | None = None) -> None:
+        """Start the broker; ``again``: (workdir, port, controller port, owned) of the run that
+        :meth:`restart` continues, whose data is kept and whose storage is formatted already."""
         started = time.monotonic()
-        port = self._requested_port if self._requested_port is not None else _free_port()
-        controller_port = _free_port()
-        if self._data_dir is not None:
-            self._data_dir.mkdir(parents=True, exist_ok=True)
-            workdir = self._data_dir
-            owned = False
+        if again is not None:
+            workdir, port, controller_port, owned = again
         else:
-            workdir = Path(tempfile.mkdtemp(prefix="kspark-kafka-"))
-            owned = True
+            port = self._requested_port if self._requested_port is not None else _free_port()
+            controller_port = _free_port()
+            if self._data_dir is not None:
+                self._data_dir.mkdir(parents=True, exist_ok=True)
+                workdir = self._data_dir
+                owned = False
+            else:
+                workdir = Path(tempfile.mkdtemp(prefix="kspark-kafka-"))
+                owned = True
         logs = workdir / "logs"
         logs.mkdir(exist_ok=True)
         props = {
@@ -333,20 +340,21 @@ class LocalKafka:
             cp,
         ]
         try:
-            fmt = subprocess.run(
-                [*jvm, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            if fmt.returncode != 0:
-                raise KafkaStartError(
-                    f"formatting Kafka storage in {workdir} failed (exit {fmt.returncode}):\n"
-                    + "\n".join(fmt.stdout.splitlines()[-30:])
+            if again is None:  # a restarted broker's storage is formatted already
+                fmt = subprocess.run(
+                    [*jvm, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    timeout=120,
+                    check=False,
                 )
+                if fmt.returncode != 0:
+                    raise KafkaStartError(
+                        f"formatting Kafka storage in {workdir} failed (exit {fmt.returncode}):\n"
+                        + "\n".join(fmt.stdout.splitlines()[-30:])
+                    )
             main_thread = threading.current_thread() is threading.main_thread()
             with open(log_path, "ab") as out:
                 proc = subprocess.Popen(
@@ -369,6 +377,8 @@ class LocalKafka:
         self._proc = proc
         self._workdir = workdir
         self._port = port
+        self._controller_port = controller_port
+        self._owned = owned
         self._finalizer = weakref.finalize(
             self, _stop_process, proc, workdir if owned else None, self._stop_timeout
         )
@@ -412,6 +422,30 @@ class LocalKafka:
             f"Kafka broker did not serve metadata on {self.bootstrap_servers} within "
             f"{self._start_timeout:.0f} s ({last_error}); last lines of {self.log_path}:\n"
             f"{_tail(self.log_path)}"
+        )
+
+    def restart(self, down_seconds: float = 0.0, *, kill: bool = False) -> None:
+        """Stop the broker and start it again on the same port with the same data, as an
+        operator's rolling restart (or, with ``kill``, a crash: SIGKILL) would; it stays down
+        ``down_seconds``. For fault tests."""
+        proc, workdir, port = self._proc, self._workdir, self._port
+        if proc is None or workdir is None or port is None:
+            raise KafkaStartError("LocalKafka is not started")
+        if self._finalizer is not None:
+            self._finalizer.detach()  # keep the files: the broker comes back with them
+            self._finalizer = None
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(timeout=30)
+        else:
+            _stop_process(proc, None, self._stop_timeout)
+        self._proc = None
+        time.sleep(down_seconds)
+        self._launch(
+            find_java(),
+            os.pathsep.join(str(j) for j in resolve_bundle("kafka-broker")),
+            again=(workdir, port, self._controller_port, self._owned),
         )
 
     def stop(self) -> None:

@@ -153,3 +153,17 @@ def test_no_java_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_bootstrap_servers_before_start_is_a_clear_error() -> None:
     with pytest.raises(KafkaStartError, match="not started"):
         _ = LocalKafka().bootstrap_servers
+
+
+@pytest.mark.integration
+def test_restart_keeps_the_port_and_the_data(tmp_path: Path) -> None:
+    with LocalKafka() as kafka:
+        kafka.create_topic("kept", partitions=2)
+        kafka.produce("kept", [(b"k", b"before", 1_700_000_000_000)])
+        address = kafka.bootstrap_servers
+        kafka.restart(down_seconds=1.0)
+        assert kafka.bootstrap_servers == address
+        kafka.produce("kept", [(b"k", b"after", 1_700_000_000_001)])
+        assert [r.value for r in kafka.consume_all("kept")] == [b"before", b"after"]
+        kafka.restart(kill=True)  # a crash: SIGKILL, then the same broker again
+        assert [r.value for r in kafka.consume_all("kept")] == [b"before", b"after"]

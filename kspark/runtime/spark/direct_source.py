@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import time
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -160,30 +161,46 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ---------------------------------------------------------------- driver side
     def _offsets(self, latest: bool) -> Offsets:
-        """Each partition's first offset, or its last stable offset (read_committed's end)."""
-        from confluent_kafka import IsolationLevel, TopicPartition
+        """Each partition's first offset, or its last stable offset (read_committed's end).
+
+        Errors that clear by themselves (a broker restarting: stale leader epochs, no leader yet,
+        connections refused) are retried with a fresh admin client for up to
+        :data:`OFFSETS_RETRY_SECONDS`; then, or for any other error, the query fails naming the
+        partition and the error."""
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-        if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.plan.bootstrap_servers})
         request = {
             TopicPartition(t, p): OffsetSpec.latest() if latest else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
             for t, n in sorted(self.plan.partitions.items())
             for p in range(n)
         }
-        futures = self._admin.list_offsets(
-            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=60
-        )
-        out: Offsets = {t: {} for t in self.plan.partitions}
-        for tp, future in futures.items():
+        deadline = time.monotonic() + OFFSETS_RETRY_SECONDS
+        while True:
+            if self._admin is None:
+                self._admin = AdminClient({"bootstrap.servers": self.plan.bootstrap_servers})
+            futures = self._admin.list_offsets(
+                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=60
+            )
+            out: Offsets = {t: {} for t in self.plan.partitions}
             try:
-                out[tp.topic][str(tp.partition)] = int(future.result().offset)
-            except Exception as e:
-                raise StreamsException(
-                    f"Could not list the offsets of {tp.topic}[{tp.partition}] on "
-                    f"{self.plan.bootstrap_servers}: {e}"
-                ) from e
-        return out
+                for tp, future in futures.items():
+                    try:
+                        out[tp.topic][str(tp.partition)] = int(future.result().offset)
+                    except KafkaException as e:
+                        if _passing(e) and time.monotonic() < deadline:
+                            raise _Retry from e
+                        raise StreamsException(
+                            f"Could not list the offsets of {tp.topic}[{tp.partition}] on "
+                            f"{self.plan.bootstrap_servers}: {e}"
+                        ) from e
+                return out
+            except _Retry as retry:
+                _log.warning(
+                    "listing offsets on %s: %s; retrying", self.plan.bootstrap_servers, retry.__cause__
+                )
+                self._admin = None  # its metadata may be what is stale
+                time.sleep(1.0)
 
     def initialOffset(self) -> Offsets:
         return self._offsets(latest=self.plan.starting == "latest")
@@ -251,6 +268,34 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             commit.abort()
             raise
         yield records, written
+
+
+OFFSETS_RETRY_SECONDS = 120.0
+"""How long the offset planner retries errors that clear by themselves (a broker restarting)."""
+
+
+class _Retry(Exception):
+    """One listing of offsets met an error that clears by itself."""
+
+
+def _passing(error: Exception) -> bool:
+    """Whether a Kafka error clears by itself: retriable, or metadata a restarted broker fixes."""
+    from confluent_kafka import KafkaError
+
+    kafka_error = error.args[0] if error.args else None
+    if not isinstance(kafka_error, KafkaError):
+        return False
+    passing = (
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+    )
+    return bool(kafka_error.retriable()) or kafka_error.code() in passing
 
 
 def _headers(raw: list[tuple[str, bytes | None]] | None) -> Headers:

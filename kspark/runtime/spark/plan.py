@@ -174,6 +174,7 @@ class PhysicalPlan:
     settings: RunnerSettings
     queries: tuple[QueryPlan, ...]
     partitions: Mapping[str, int] | None = field(default=None, compare=False)
+    guarantee: str = "at_least_once"  # processing.guarantee: how each task's output commits
 
     @property
     def subtopologies(self) -> tuple[SubtopologyPlan, ...]:
@@ -197,7 +198,12 @@ class PhysicalPlan:
         return "\n".join(s.summary() for s in self.subtopologies)
 
     def __str__(self) -> str:
-        lines = [f"Spark plan of {self.application_id}:"]
+        commits = (
+            "one Kafka transaction per task and micro-batch, with its input offsets"
+            if self.guarantee == "exactly_once_v2"
+            else "idempotent writes, each task waits for every delivery; a replayed batch writes again"
+        )
+        lines = [f"Spark plan of {self.application_id}:", f"  {self.guarantee}: {commits}"]
         if self.partitions is None:
             lines.append("  (partition counts not known here: tasks are one per input partition)")
         for q in self.queries:
@@ -248,7 +254,7 @@ def physical_plan(
         for i in ids
     ]
     queries = _queries(cfg.application_id(), subs, settings)
-    return PhysicalPlan(cfg.application_id(), settings, queries, partitions)
+    return PhysicalPlan(cfg.application_id(), settings, queries, partitions, cfg.processing_guarantee())
 
 
 def _real_topics(builder: InternalTopologyBuilder, topics: list[str]) -> tuple[str, ...]:

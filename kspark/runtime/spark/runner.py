@@ -57,7 +57,13 @@ if TYPE_CHECKING:
 
     from kspark.processor.topology import Topology
 
-__all__ = ["SparkRunner", "MissingSourceTopicException", "PlanChangedException"]
+__all__ = [
+    "SparkRunner",
+    "MissingSourceTopicException",
+    "PlanChangedException",
+    "TRANSIENT_RESTARTS",
+    "transient",
+]
 
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 _PLAN_FILE = "plan.json"
@@ -85,6 +91,41 @@ def _first_line(error: BaseException) -> str:
     users = [line for line in errors if not line.startswith(("pyspark.", "py4j.", "org.", "java.", "scala."))]
     best = ours or users or errors or lines
     return best[0] if best else type(error).__name__
+
+
+_INITIALIZING = "Initializing sources"
+_INITIALIZE_SECONDS = 60.0
+
+
+def _wait_until_initialized(query: StreamingQuery) -> None:
+    """Wait (a bounded time) until ``query`` has set up its source before the next one starts.
+
+    Setting up a query starts Python processes on the driver (a direct read's offset planner, the
+    state schemas of transformWithState), which Spark gives 10 s to connect back. Started all at
+    once on a busy two-core machine, some took longer and failed their query; one at a time they
+    do not compete.
+    """
+    deadline = time.monotonic() + _INITIALIZE_SECONDS
+    while query.isActive and time.monotonic() < deadline:
+        if query.status.get("message") != _INITIALIZING:
+            return
+        time.sleep(0.05)
+
+
+TRANSIENT_RESTARTS = 3
+"""Times a query that failed for a transient reason is restarted from its checkpoint."""
+
+_TRANSIENT_ERRORS = (
+    # Spark gives a driver-side Python process (a direct read's offset planner, transformWithState's
+    # schema check) 10 s to connect back; on a saturated machine one can take longer. The query
+    # has committed nothing of the batch it was planning.
+    "Python worker failed to connect back",
+)
+
+
+def transient(error: BaseException | None) -> bool:
+    """Whether a query failed for a reason that a restart from its checkpoint gets past."""
+    return error is not None and any(m in str(error) for m in _TRANSIENT_ERRORS)
 
 
 class _StoppedDuringBatch(Exception):
@@ -174,6 +215,7 @@ class SparkRunner:
         self.partitions: dict[str, int] = {}
         self.physical: PhysicalPlan | None = None
         self.instance = uuid.uuid4().hex
+        self._restarts: dict[str, int] = {}  # transient failures restarted, by query
 
     # ------------------------------------------------------------------ planning
     def plan(self) -> PhysicalPlan:
@@ -433,14 +475,24 @@ class SparkRunner:
         return total
 
     def _run_available(self, query_plan: QueryPlan) -> int:
-        """One ``availableNow`` run of a query; the input records it read."""
-        query = self.start_query(query_plan, available_now=True)
-        try:
-            query.awaitTermination()
-        except Exception as e:  # pyspark's StreamingQueryException: re-raised as ours, cause kept
-            raise StreamsException(f"{query_plan.name} failed: {_first_line(e)}") from e
-        finally:
-            self.queries.remove(query)
+        """One ``availableNow`` run of a query; the input records it read. A run that fails for a
+        transient reason (:func:`transient`) runs again from the checkpoint, a few times."""
+        for attempt in range(TRANSIENT_RESTARTS + 1):
+            query = self.start_query(query_plan, available_now=True)
+            try:
+                query.awaitTermination()
+                break
+            except Exception as e:  # pyspark's StreamingQueryException: re-raised as ours, cause kept
+                if attempt < TRANSIENT_RESTARTS and transient(e):
+                    _log.warning(
+                        "%s failed (%s); running it again from its checkpoint",
+                        query_plan.name,
+                        _first_line(e),
+                    )
+                    continue
+                raise StreamsException(f"{query_plan.name} failed: {_first_line(e)}") from e
+            finally:
+                self.queries.remove(query)
         read = self._batch_functions[query_plan.name].records_read
         rows = sum(int(p["numInputRows"]) for p in query.recentProgress)
         return read if read is not None else rows
@@ -448,7 +500,35 @@ class SparkRunner:
     def start(self) -> list[StreamingQuery]:
         self._stopping.clear()
         plan = self.prepare_topics()
-        return [self.start_query(q, available_now=False) for q in plan.queries]
+        started = []
+        for q in plan.queries:
+            started.append(self.start_query(q, available_now=False))
+            _wait_until_initialized(started[-1])
+        return started
+
+    def restart_transient_failures(self) -> bool:
+        """Restart every query that failed for a transient reason (:func:`transient`) from its
+        checkpoint, at most :data:`TRANSIENT_RESTARTS` times each; False when a failure is not
+        one of those (the application then fails, or its exception handler decides)."""
+        plans = {q.name: q for q in self.plan().queries}
+        failed = [q for q in list(self.queries) if q.exception() is not None]
+        if any(
+            not transient(q.exception()) or self._restarts.get(q.name, 0) >= TRANSIENT_RESTARTS
+            for q in failed
+        ):
+            return False
+        for query in failed:
+            self._restarts[query.name] = self._restarts.get(query.name, 0) + 1
+            _log.warning(
+                "%s failed (%s); restarting it from its checkpoint (%d of %d)",
+                query.name,
+                _first_line(query.exception() or StreamsException("unknown")),
+                self._restarts[query.name],
+                TRANSIENT_RESTARTS,
+            )
+            self.queries.remove(query)
+            self.start_query(plans[query.name], available_now=False)
+        return True
 
     def failure(self) -> BaseException | None:
         for q in self.queries:

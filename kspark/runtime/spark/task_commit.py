@@ -37,7 +37,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +117,7 @@ class _TransactionalProducer:
         from confluent_kafka import Producer
 
         self.errors: list[str] = []
+        self.stuck = False  # a call on it never returned: it is abandoned, never aborted or reused
         self.producer = Producer(
             {
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
@@ -133,6 +135,32 @@ class _TransactionalProducer:
     def _on_delivery(self, err: Any, msg: Any) -> None:
         if err is not None:
             self.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+
+
+SEND_OFFSETS_TIMEOUT_S = 60.0
+"""librdkafka's timeout for ``send_offsets_to_transaction``; the call is abandoned 30 s after it."""
+
+
+def _returns_within(call: Callable[[], object], seconds: float) -> bool:
+    """Run ``call`` in a thread; False if it has not returned after ``seconds`` (it is left to
+    finish, or not, on its own). Its exception, if it raised one, is raised here."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as e:  # handed to the caller's thread
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, name="kspark-send-offsets", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not outcome:
+        return False
+    if outcome[0] is not None:
+        raise outcome[0]
+    return True
 
 
 TRANSACTIONAL: WarmPool[_TransactionalProducer] = WarmPool(60.0)
@@ -271,6 +299,9 @@ class TaskCommit:
                     # Nothing to prove it with: a new producer claims the epoch instead.
                     _abort(txn)
                     continue
+            except _Stuck as e:
+                _LOG.warning("%s; trying again with a new producer", e)
+                continue  # abandoned: the next borrow makes a new producer, which claims the epoch
             except KafkaException as e:
                 if not _fenced(e):
                     _abort(txn)
@@ -290,7 +321,20 @@ class TaskCommit:
 
         mark = marker(self._batch)
         positions = [TopicPartition(t, p, o, metadata=mark) for (t, p), o in sorted(offsets.items())]
-        txn.producer.send_offsets_to_transaction(positions, reader.consumer.consumer_group_metadata(), 120)
+        group = reader.consumer.consumer_group_metadata()
+        # librdkafka can block here past its own timeout when the group coordinator went away (a
+        # broker restart: confluentinc/librdkafka#5456, #5511). The wait is bounded here instead;
+        # a producer stuck in it is abandoned and the task fails, to be run again with a new one.
+        if not _returns_within(
+            lambda: txn.producer.send_offsets_to_transaction(positions, group, SEND_OFFSETS_TIMEOUT_S),
+            SEND_OFFSETS_TIMEOUT_S + 30,
+        ):
+            txn.stuck = True
+            raise _Stuck(
+                f"{self.transactional_id}: Kafka did not take the batch's input offsets within "
+                f"{SEND_OFFSETS_TIMEOUT_S + 30:.0f} s (its group coordinator is unreachable); the task "
+                "fails and runs again with a new producer"
+            )
 
     # ------------------------------------------------------------------ writes
     def send(self, records: Iterable[OutputRecord]) -> None:
@@ -357,6 +401,10 @@ class TaskCommit:
             reader.close()
 
 
+class _Stuck(StreamsException):
+    """A transactional call never returned; its producer is abandoned."""
+
+
 def _fenced(error: Exception) -> bool:
     """Whether a transactional call failed because a newer instance of the id fenced this one."""
     from confluent_kafka import KafkaError
@@ -372,6 +420,8 @@ def _fenced(error: Exception) -> bool:
 
 
 def _abort(txn: _TransactionalProducer) -> None:
+    if txn.stuck:
+        return  # its transaction stays open until the next instance's init_transactions aborts it
     try:
         txn.producer.abort_transaction(30)
     except Exception as e:  # the next instance's init_transactions aborts it in any case

@@ -75,3 +75,11 @@ def test_a_batch_cancelled_by_stop_fails_short_and_in_the_shape_spark_reads_as_a
     # No chained cause: Spark's regex recurses per character of this text.
     assert "SPARK_JOB_CANCELLED" not in text and len(text) < 2_000
     assert run.idle.is_set() and run.last_done == -1
+
+
+def test_only_known_transient_failures_are_restarted() -> None:
+    from kspark.runtime.spark.runner import transient
+
+    assert transient(RuntimeError("org.apache.spark.SparkException: Python worker failed to connect back."))
+    assert not transient(RuntimeError("kspark.errors.StreamsException: processor failed"))
+    assert not transient(None)

@@ -23,7 +23,7 @@ from kspark import Consumed, Produced, StreamsBuilder, TimeWindows
 from kspark.config import StreamsConfig
 from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord
-from kspark.runtime.spark import tasks, windowed_count
+from kspark.runtime.spark import task_commit, tasks, windowed_count
 from kspark.runtime.spark.lowering import native_count
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TopologySpec
@@ -102,7 +102,7 @@ class _Run:
     def __init__(
         self, windows: TimeWindows, monkeypatch: Any, instance: str = "i", cache_bytes: int = 1 << 20
     ) -> None:
-        monkeypatch.setattr(windowed_count, "RecordSender", _Sent)
+        monkeypatch.setattr(task_commit, "RecordSender", _Sent)  # the stage's at-least-once writes
         monkeypatch.setattr(windowed_count, "HeaderReader", _Headers)
         _Headers.held, _Headers.asked = {}, []
         topology = _topology(windows)
