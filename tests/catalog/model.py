@@ -168,7 +168,9 @@ def combined(parts: Iterable[tuple[Scenario, Topics]]) -> Topology:
     return topology
 
 
-_GENERATED = ("KSTREAM-", "KTABLE-", "KSTREAM_", "KTABLE_")
+# "-STATE-STORE-": a source table's generated store is named after its topic, so it is unique
+# in an application whose scenarios have topics of their own
+_GENERATED = ("KSTREAM-", "KTABLE-", "KSTREAM_", "KTABLE_", "-STATE-STORE-")
 
 
 def names_used(scenario: Scenario) -> frozenset[str]:

@@ -64,6 +64,8 @@ final class ConformanceScenarios {
         m.put("conformance_stateless_chain", ConformanceScenarios::statelessChain);
         m.put("conformance_split_merge", ConformanceScenarios::splitMerge);
         m.put("conformance_count", ConformanceScenarios::count);
+        m.put("conformance_reduce_sum", ConformanceScenarios::reduceSum);
+        m.put("conformance_reduce_max", ConformanceScenarios::reduceMax);
         m.put("conformance_aggregate_and_reduce_with_nulls", ConformanceScenarios::aggregateAndReduceWithNulls);
         m.put("conformance_group_by_repartition", ConformanceScenarios::groupByRepartition);
         m.put("conformance_table_filter_map_values", ConformanceScenarios::tableFilterMapValues);
@@ -198,6 +200,26 @@ final class ConformanceScenarios {
         b.stream("in", Consumed.with(S, S))
                 .groupByKey()
                 .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("conf-counts"))
+                .toStream()
+                .to("out", Produced.with(S, L));
+        return b.build();
+    }
+
+    static Topology reduceSum() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", Consumed.with(S, L))
+                .groupByKey()
+                .reduce(Long::sum)
+                .toStream()
+                .to("out", Produced.with(S, L));
+        return b.build();
+    }
+
+    static Topology reduceMax() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", Consumed.with(S, L))
+                .groupByKey()
+                .reduce(Math::max)
                 .toStream()
                 .to("out", Produced.with(S, L));
         return b.build();
