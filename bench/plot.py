@@ -145,6 +145,7 @@ def w5(out: str, paths: list[str]) -> None:
             ax.set_ylabel(label)
             if field == "p99_ms":
                 ax.set_yscale("log")
+                ax.set_ylim(bottom=10)
                 rates = sorted({r["offered_rate"] for r in lat if r["workload"] == w})
                 offered = ", ".join(f"{x:,.0f}" for x in rates)
                 ax.set_title(f"{w}: p99 at {offered} rec/s offered", fontsize="medium")

@@ -61,23 +61,25 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def _throughput(
-    rows: list[dict[str, Any]], workload: str, system: str, guarantee: str, commit_ms: int
-) -> float | None:
+Row = dict[str, Any]
+
+
+def _find(rows: list[Row], workload: str, system: str, guarantee: str, commit_ms: int) -> Row | None:
+    """The run of one configuration, if there is one."""
+    key = (workload, system, guarantee, commit_ms)
+    return next(
+        (r for r in rows if (r["workload"], r["system"], r["guarantee"], r["commit_ms"]) == key), None
+    )
+
+
+def _throughput(rows: list[Row], workload: str, system: str, guarantee: str, commit_ms: int) -> float | None:
     """The measured rate of one configuration (None: not run, or its output was wrong)."""
-    for r in rows:
-        if (r["workload"], r["system"], r["guarantee"], r["commit_ms"]) == (
-            workload,
-            system,
-            guarantee,
-            commit_ms,
-        ):
-            return float(r["rate"]) if r["ok"] and r["rate"] else None
-    return None
+    r = _find(rows, workload, system, guarantee, commit_ms)
+    return float(r["rate"]) if r is not None and r["ok"] and r["rate"] else None
 
 
 def latency_rate(
-    rows: list[dict[str, Any]], workload: str, systems: list[str], cap: float, fixed: float = 0.0
+    rows: list[Row], workload: str, systems: list[str], cap: float, fixed: float = 0.0
 ) -> tuple[float, str]:
     """The offered rate of ``workload``'s latency runs, and how it was chosen.
 
@@ -97,29 +99,15 @@ def latency_rate(
     return round(half), "half the slower system's at-least-once 1 s throughput"
 
 
-def _latency(
-    rows: list[dict[str, Any]], workload: str, system: str, guarantee: str, commit_ms: int
-) -> dict[str, Any] | None:
-    for r in rows:
-        if (r["workload"], r["system"], r["guarantee"], r["commit_ms"]) == (
-            workload,
-            system,
-            guarantee,
-            commit_ms,
-        ):
-            return r
-    return None
+def _rate_cell(rows: list[Row], w: str, s: str, g: str, c: int) -> str:
+    r = _find(rows, w, s, g, c)
+    if r is None:
+        return "-"
+    return f"{r['rate']:,.0f}" if r["ok"] and r["rate"] else "FAILED"
 
 
-def _rate_cell(rows: list[dict[str, Any]], w: str, s: str, g: str, c: int) -> str:
-    for r in rows:
-        if (r["workload"], r["system"], r["guarantee"], r["commit_ms"]) == (w, s, g, c):
-            return f"{r['rate']:,.0f}" if r["ok"] and r["rate"] else "FAILED"
-    return "-"
-
-
-def _latency_cell(rows: list[dict[str, Any]], w: str, s: str, g: str, c: int) -> str:
-    r = _latency(rows, w, s, g, c)
+def _latency_cell(rows: list[Row], w: str, s: str, g: str, c: int) -> str:
+    r = _find(rows, w, s, g, c)
     if r is None:
         return "-"
     if r["check"] != "ok" or r["p99_ms"] is None:
@@ -127,7 +115,7 @@ def _latency_cell(rows: list[dict[str, Any]], w: str, s: str, g: str, c: int) ->
     return f"{r['p50_ms']:,} / {r['p99_ms']:,}"
 
 
-def report(throughput: list[dict[str, Any]], latency: list[dict[str, Any]]) -> str:
+def report(throughput: list[Row], latency: list[Row]) -> str:
     """The W5 table: per workload, commit interval and system, both guarantees side by side."""
     lines = [
         "| workload | commit ms | system | at-least-once rec/s | exactly-once rec/s | EOS ÷ ALOS "
@@ -167,7 +155,7 @@ def report(throughput: list[dict[str, Any]], latency: list[dict[str, Any]]) -> s
     return "\n".join(lines + (["", *failed] if failed else []))
 
 
-def targets(throughput: list[dict[str, Any]], records: int) -> list[str]:
+def targets(throughput: list[Row], records: int) -> list[str]:
     """The issue's two targets against the measured rates, one line each (what was not measured says so)."""
     out = []
     workloads = sorted({r["workload"] for r in throughput})
@@ -212,8 +200,14 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated commit / trigger intervals (ms)",
     )
     ap.add_argument("--guarantees", default=",".join(GUARANTEES), help="comma-separated, of the two")
-    ap.add_argument("--latency-rate", type=float, default=0.0, help="offered rec/s (default: see above)")
-    ap.add_argument("--latency-cap", type=float, default=LATENCY_CAP)
+    ap.add_argument(
+        "--latency-rate",
+        type=float,
+        default=0.0,
+        help="offered rec/s of every latency run (default: half the slower system's at-least-once 1 s "
+        "throughput of the workload, at most --latency-cap)",
+    )
+    ap.add_argument("--latency-cap", type=float, default=LATENCY_CAP, help="rec/s (default 50,000)")
     ap.add_argument("--no-latency", action="store_true", help="throughput only")
     ap.add_argument(
         "--no-throughput", action="store_true", help="latency only (at --latency-rate or the cap)"
