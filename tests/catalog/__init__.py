@@ -61,7 +61,8 @@ The scenarios (:mod:`tests.catalog.scenarios`, data model in
   - Whatever does not run (``spark_skip``, a configuration with the same
     plan) is a ``pytest.skip`` with its reason, per scenario and
     configuration: ``pytest -ra`` lists them. A difference found and not
-    fixed yet is a strict xfail naming its cause (``known.py``).
+    fixed yet is an xfail naming its cause (``known.py``): strict, unless
+    it shows only when Spark schedules tasks in some orders.
 
   Many scenarios run in one Spark application (``spark.applications``:
   :func:`~tests.catalog.model.combined`, each scenario with topics of its

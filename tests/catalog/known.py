@@ -1,26 +1,47 @@
 """Differences between the Spark runner and the reference that the catalog found and that are not
-fixed yet: each is a strict xfail, so the suite stays green, the list stays visible, and a fix
-shows up as an unexpected pass.
+fixed yet: each is an xfail naming its cause, so the suite stays green, the list stays visible, and
+a fix shows up as an unexpected pass.
 
-Keys are ``fnmatch`` patterns over case ids (``scenario/cache-on+native-on+direct-on/p2``); the
-value names the cause in the runner's code. A case listed in :data:`CRASHES` fails its whole
-application, so it runs in an application of its own rather than taking others down with it.
+Keys are ``fnmatch`` patterns over case ids (``scenario/cache-on+native-on+direct-on/p2``).
+:data:`KNOWN` differences are deterministic: strict xfails. :data:`BY_CHANCE` ones depend on how
+Spark schedules its tasks (the run matches the reference at times): xfails that may pass, so that
+they never make the suite flaky. A case listed in :data:`CRASHES` fails its whole application,
+so it runs in an application of its own rather than taking others down with it.
 """
 
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-__all__ = ["KNOWN", "CRASHES", "known_difference", "crashes"]
+__all__ = ["KNOWN", "BY_CHANCE", "CRASHES", "known_difference", "strict", "crashes"]
 
 KNOWN: dict[str, str] = {}
+
+BY_CHANCE: dict[str, str] = {
+    "merge/*+direct-off/*": (
+        "kspark/runtime/spark/tasks.py StatelessStage: through Spark's Kafka source each input "
+        "topic-partition of a stateless sub-topology is a Spark task of its own (process_stateless, "
+        "one topic-partition per call), so a task that reads several topics (merge) does not take "
+        "records across them by smallest head timestamp as a Kafka Streams task does: a key's "
+        "output order follows Spark's task scheduling (direct read merges them, and passes)"
+    ),
+}
 
 CRASHES: set[str] = set()
 
 
 def known_difference(case_id: str) -> str | None:
     """Why ``case_id`` is expected to differ from the reference, or None."""
-    return next((reason for pattern, reason in KNOWN.items() if fnmatchcase(case_id, pattern)), None)
+    for table in (KNOWN, BY_CHANCE):
+        for pattern, reason in table.items():
+            if fnmatchcase(case_id, pattern):
+                return reason
+    return None
+
+
+def strict(case_id: str) -> bool:
+    """Whether ``case_id``'s known difference shows in every run."""
+    return not any(fnmatchcase(case_id, pattern) for pattern in BY_CHANCE)
 
 
 def crashes(case_id: str) -> bool:

@@ -5,7 +5,8 @@ process. A SparkContext is one per process, hence this is a process of its own
 
     python -m tests.catalog.local_cluster BOOTSTRAP STATE_DIR OUT CASE_ID...
 
-It runs the cases (packed into applications as the local-mode runs are) on the already running
+It runs the cases (one prefixed ``restarted/`` is restarted mid-stream), packed into
+applications as the local-mode runs are, on the already running
 broker at BOOTSTRAP and pickles ``{case id: {"outputs", "error", "application", "seconds",
 "topics"}}`` (plain Python values only) to OUT; the test compares them with the reference.
 """
@@ -21,7 +22,13 @@ from kspark.dev.kafka import LocalKafka
 from .scenarios import BY_NAME
 from .spark import CONFIGS, Case, CatalogRunner
 
-__all__ = ["main", "parse_case_id"]
+__all__ = ["main", "parse_case_id", "RESTARTED", "RESTARTS"]
+
+RESTARTED = "restarted/"
+"""A case id with this prefix runs with its input in ``RESTARTS + 1`` slices, the application
+restarted after each (its tasks then start again on either executor)."""
+
+RESTARTS = 2
 
 
 class _Broker(LocalKafka):
@@ -47,11 +54,15 @@ def main(argv: list[str]) -> int:
     from kspark.runtime.spark.session import create_spark_session
 
     bootstrap, state_dir, out, case_ids = argv[0], Path(argv[1]), Path(argv[2]), argv[3:]
-    cases = [parse_case_id(c) for c in case_ids]
+    cases = [parse_case_id(c) for c in case_ids if not c.startswith(RESTARTED)]
+    restarted = [parse_case_id(c.removeprefix(RESTARTED)) for c in case_ids if c.startswith(RESTARTED)]
     spark = create_spark_session({"spark.master": "local-cluster[2,1,1024]"})
     try:
         runner = CatalogRunner(_Broker(bootstrap), spark, state_dir)
         outcomes = runner.run(cases)
+        if restarted:
+            again = runner.run(restarted, restarts=RESTARTS)
+            outcomes.update({RESTARTED + case_id: o for case_id, o in again.items()})
     finally:
         spark.stop()
     plain = {

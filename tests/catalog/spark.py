@@ -36,6 +36,7 @@ import logging
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -234,10 +235,22 @@ def _shift(scenario: Scenario, partitions: int) -> int:
 # ----------------------------------------------------------------------------- packing
 
 
-MAX_SUBTOPOLOGIES = 48
-"""Sub-topologies per application at most. The runner names a query that runs several
-sub-topologies (and its checkpoint directory) after all of their ids, and a directory name past
-255 bytes fails the query (known.py); 48 ids below 1000 stay under 210."""
+MAX_SHARED = 50
+"""Sub-topologies of one application at most in one shared Spark query (same level and stage,
+``plan.py``). The runner names such a query, and its checkpoint directory, after all of their
+ids, and a directory name past 255 bytes fails the query (known.py): 50 ids below 1000 stay
+under 215 bytes."""
+
+
+def _shared_queries(case: Case) -> Counter[tuple[int, str]]:
+    """Per (level, stage) of the queries the runner shares among sub-topologies, how many of the
+    case's sub-topologies join it (nothing without a typed plan: a query per sub-topology)."""
+    try:
+        from kspark.runtime.spark.plan import physical_plan
+    except ImportError:
+        return Counter()
+    plan = physical_plan(case.scenario.topology(), reference_config(case.scenario, case.config))
+    return Counter((s.level, s.stage.name) for s in plan.subtopologies if s.stage.shares_queries)
 
 
 @dataclass
@@ -246,7 +259,7 @@ class _App:
     widest: int
     names: set[str] = field(default_factory=set)
     cases: list[Case] = field(default_factory=list)
-    subtopologies: int = 0
+    shared: Counter[tuple[int, str]] = field(default_factory=Counter)
 
 
 def applications(cases: Iterable[Case]) -> list[list[Case]]:
@@ -256,11 +269,13 @@ def applications(cases: Iterable[Case]) -> list[list[Case]]:
         key = frozenset(reference_config(case.scenario, case.config).items())
         names = names_used(case.scenario)
         repartition = has_repartition(case.scenario)
-        size = len(case.scenario.topology().internal_builder.subtopology_ids())
+        shared = _shared_queries(case)
         for app in apps:
-            if app.config_key != key or app.names & names or app.subtopologies + size > MAX_SUBTOPOLOGIES:
+            if app.config_key != key or app.names & names:
                 continue
             if (repartition and app.widest != case.partitions) or case.partitions > app.widest:
+                continue
+            if any(app.shared[q] + n > MAX_SHARED for q, n in shared.items()):
                 continue
             break
         else:
@@ -268,7 +283,7 @@ def applications(cases: Iterable[Case]) -> list[list[Case]]:
             apps.append(app)
         app.names |= names
         app.cases.append(case)
-        app.subtopologies += size
+        app.shared.update(shared)
     return [app.cases for app in apps]
 
 
@@ -289,6 +304,52 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
 
 
+class _QueryTimes:
+    """Wall time of every Spark streaming query run of the session (start to end), and the parts of
+    their micro-batches' ``durationMs`` (planning, ``addBatch``...) summed over all of them."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.runs = 0
+        self.seconds = 0.0
+        self.batch_ms: dict[str, int] = {}
+
+    @classmethod
+    def attach(cls, spark: Any) -> _QueryTimes:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        times = cls()
+
+        class Listener(StreamingQueryListener):  # type: ignore[misc]
+            def onQueryStarted(self, event: Any) -> None:
+                times.started[str(event.id)] = time.monotonic()
+
+            def onQueryProgress(self, event: Any) -> None:
+                for part, ms in (event.progress.durationMs or {}).items():
+                    times.batch_ms[part] = times.batch_ms.get(part, 0) + int(ms)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                begun = times.started.pop(str(event.id), None)
+                if begun is not None:
+                    times.runs += 1
+                    times.seconds += time.monotonic() - begun
+
+        try:
+            spark.streams.addListener(Listener())
+        except Exception as e:  # a session that takes no Python listener: no query times
+            _log.info("no streaming query listener: %s", e)
+        return times
+
+    def summary(self) -> str:
+        parts = ", ".join(
+            f"{k} {v / 1000:.0f} s" for k, v in sorted(self.batch_ms.items(), key=lambda kv: -kv[1])
+        )
+        return f"{self.runs} query runs, {self.seconds:.0f} s from start to end; micro-batches: {parts}"
+
+
 class CatalogRunner:
     """Runs cases on Spark: inputs written once per (scenario, partitions, shift), applications
     packed by :func:`applications`. ``spark`` is a SparkSession (the tests' shared one, or a
@@ -302,13 +363,14 @@ class CatalogRunner:
         self._inputs: dict[tuple[str, int, int], Topics] = {}
         self._apps = itertools.count()
         self.timings: dict[str, float] = {}
+        self.queries = _QueryTimes.attach(spark)
         register_by_value()
 
     def _timed(self, phase: str, started: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - started
 
     # ------------------------------------------------------------------ topics
-    def _create(self, topics: Mapping[str, int]) -> None:
+    def create_topics(self, topics: Mapping[str, int]) -> None:
         """Create topics (name -> partitions) in one request and wait until each has its leaders."""
         from confluent_kafka.admin import NewTopic
 
@@ -445,7 +507,7 @@ class CatalogRunner:
             key = (case.scenario.name, case.partitions, shift)
             if key not in self._inputs and key not in todo:
                 todo[key] = (case, shift, self._input_topics(case, shift))
-        self._create({real: c.partitions for c, _, topics in todo.values() for real in topics.values()})
+        self.create_topics({real: c.partitions for c, _, topics in todo.values() for real in topics.values()})
         self._produce(
             [(c.scenario, t, c.partitions, c.scenario.steps, shift) for c, shift, t in todo.values()]
         )
@@ -485,7 +547,7 @@ class CatalogRunner:
             own.update({topics[t]: case.partitions for t in mine})
             parts.append((case, topics, shift))
         try:
-            self._create(own)
+            self.create_topics(own)
             config = {
                 **reference_config(cases[0].scenario, cases[0].config, **extra),
                 "application.id": app_id,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .known import crashes, known_difference
+from .known import crashes, known_difference, strict
 from .scenarios import CATALOG
 from .spark import Case, CatalogRunner, Outcome, SparkConfig, all_cases, check, skip_reason
 
@@ -28,9 +28,9 @@ CASES = all_cases(CATALOG)
 
 
 def xfail_param(case: Case, prefix: str = "") -> Any:
-    """``case`` as a test parameter, a strict xfail when known.py lists it."""
+    """``case`` as a test parameter, an xfail when known.py lists it."""
     reason = known_difference(case.id)
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    marks = [pytest.mark.xfail(strict=strict(case.id), reason=reason)] if reason else []
     return pytest.param(case, id=prefix + case.id, marks=marks)
 
 
@@ -52,11 +52,12 @@ class SparkOutcomes:
             for alone in (c for c in runnable if crashes(c.id)):
                 self.outcomes.update(self.runner.run([alone]))
             _log.info(
-                "catalog on Spark, %s: %d cases in %.0f s (so far per phase: %s)",
+                "catalog on Spark, %s: %d cases in %.0f s (so far per phase: %s; %s)",
                 case.config.id,
                 len(runnable),
                 time.monotonic() - started,
                 {k: round(v) for k, v in self.runner.timings.items()},
+                self.runner.queries.summary(),
             )
         return self.outcomes[case.id]
 

@@ -8,6 +8,7 @@ import os
 import pickle
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from hypothesis import strategies as st
 
 from kspark.dev.kafka import LocalKafka
 
+from .local_cluster import RESTARTED as RESTARTED_PREFIX
+from .local_cluster import RESTARTS
 from .scenarios import BY_NAME, CATALOG
 from .spark import (
     CONFIGS,
@@ -48,7 +51,6 @@ RESTARTED = (
     "stream_stream_joins",
     "session_window_count",
 )
-RESTARTS = 2
 RESTART_CASES = [
     Case(BY_NAME[n], c, max(BY_NAME[n].partitions)) for c in (DEFAULT, CACHE_OFF) for n in RESTARTED
 ]
@@ -101,6 +103,11 @@ def test_results_do_not_depend_on_micro_batch_cuts(batch: int, catalog_runner: C
 # ----------------------------------------------------------------------------- a multi-process cluster
 
 CLUSTER_CASES = [c for c in all_cases(CATALOG, [DEFAULT]) if c.partitions == max(c.scenario.partitions)]
+CLUSTER_RESTARTED = [
+    c
+    for c in RESTART_CASES
+    if c.config == DEFAULT and "native" in (plan_summary(c.scenario, DEFAULT) or "native")
+]
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +120,7 @@ def on_a_cluster(kafka: LocalKafka, tmp_path_factory: pytest.TempPathFactory) ->
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     ids = [c.id for c in CLUSTER_CASES if skip_reason(c) is None]
+    ids += [RESTARTED_PREFIX + c.id for c in CLUSTER_RESTARTED]
     proc = subprocess.run(
         [
             sys.executable,
@@ -147,3 +155,46 @@ def test_the_catalog_passes_on_a_multi_process_cluster(case: Case, on_a_cluster:
     outcome = Outcome(**on_a_cluster["outcomes"][case.id])
     wrong = check(case, outcome)
     assert wrong is None, wrong
+
+
+@pytest.mark.parametrize("case", [xfail_param(c, "cluster/restarted/") for c in CLUSTER_RESTARTED])
+def test_native_counts_restart_on_a_multi_process_cluster(case: Case, on_a_cluster: dict[str, Any]) -> None:
+    if "error" in on_a_cluster:
+        pytest.fail(on_a_cluster["error"])
+    outcome = Outcome(**on_a_cluster["outcomes"][RESTARTED_PREFIX + case.id])
+    wrong = check(case, outcome, restarts=RESTARTS)
+    assert wrong is None, wrong
+
+
+# ----------------------------------------------------------------------------- many sub-topologies
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="kspark/runtime/spark/plan.py _query: a query shared by many sub-topologies is named, and "
+    "its checkpoint directory, after all of their ids ('subtopologies-0-1-2-...'); past 255 bytes "
+    "Spark's mkdir of the checkpoint fails (java.io.IOException: mkdir of .../spark/subtopologies-...)",
+)
+def test_an_application_of_a_hundred_independent_sub_topologies_runs(
+    catalog_runner: CatalogRunner, kafka: LocalKafka, spark: Any, tmp_path: Path
+) -> None:
+    """The runner shares a query among sub-topologies of the same stage and level; the catalog's
+    applications keep under 50 sub-topologies per shared query (spark.MAX_SHARED) until this passes."""
+    from kspark import KafkaStreams, StreamsBuilder
+
+    tag = uuid.uuid4().hex[:6]
+    inputs = [f"many-{tag}-in-{i}" for i in range(100)]
+    catalog_runner.create_topics({t: 1 for t in [*inputs, f"many-{tag}-out"]})
+    builder = StreamsBuilder()
+    for topic in inputs:
+        builder.stream(topic).filter(lambda k, v: v is not None).to(f"many-{tag}-out")
+    config = {
+        "application.id": f"many-{tag}",
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "state.dir": str(tmp_path),
+    }
+    app = KafkaStreams(builder.build(), config, spark=spark)
+    try:
+        app.process_available()
+    finally:
+        app.close()

@@ -1,1 +1,0 @@
-"""Runner conformance: the same scenarios on the TopologyTestDriver and on the Spark runner."""
