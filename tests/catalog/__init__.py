@@ -70,6 +70,7 @@ The scenarios (:mod:`tests.catalog.scenarios`, data model in
   ``test_spark_runs.py`` keeps what the old conformance suite checked
   besides: a restart mid-stream continues exactly (native counts with the
   cache on among them), results do not depend on the micro-batch cuts
-  (``spark.kspark.maxOffsetsPerTrigger``, cache off), and the catalog passes
-  on ``local-cluster[2,1,1024]`` (``local_cluster.py``, a process of its own).
+  (``spark.kspark.maxOffsetsPerTrigger``, cache off), and the runner
+  conformance scenarios pass on ``local-cluster[2,1,1024]``
+  (``local_cluster.py``, a process of its own).
 """

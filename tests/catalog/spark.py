@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from kspark.dev.kafka import LocalKafka
+from kspark.runtime.spark.kafka_io import OffsetLister
 
 from .compare import PerKey, add, difference, project
 from .driver import driver_config
@@ -464,12 +465,10 @@ class CatalogRunner:
         )
         try:
             metadata = consumer.list_topics(timeout=30).topics
-            wanted = [
-                TopicPartition(topic, p, 0)
-                for topic in topics
-                for p in metadata[topic].partitions
-                if consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] > 0
-            ]
+            ends = OffsetLister(self.kafka.bootstrap_servers).offsets(
+                [(topic, p) for topic in topics for p in metadata[topic].partitions], latest=True
+            )
+            wanted = [TopicPartition(topic, p, 0) for (topic, p), end in ends.items() if end > 0]
             left = {(tp.topic, tp.partition) for tp in wanted}
             if wanted:
                 consumer.assign(wanted)

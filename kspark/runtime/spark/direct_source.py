@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from pyspark.sql.streaming.datasource import (
 
 from kspark.errors import StreamsException
 from kspark.processor.api import Headers
+from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import read_range
 from kspark.runtime.spark.tasks import TopologySpec, process_stateless
 
@@ -153,54 +153,20 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, plan: DirectPlan) -> None:
         self.plan = plan
-        self._admin: Any = None
+        self._lister = OffsetLister(plan.bootstrap_servers)
         self._available_now: Offsets | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_admin": None}
 
     # ---------------------------------------------------------------- driver side
     def _offsets(self, latest: bool) -> Offsets:
-        """Each partition's first offset, or its last stable offset (read_committed's end).
-
-        Errors that clear by themselves (a broker restarting: stale leader epochs, no leader yet,
-        connections refused) are retried with a fresh admin client for up to
-        :data:`OFFSETS_RETRY_SECONDS`; then, or for any other error, the query fails naming the
-        partition and the error."""
-        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-        from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
-
-        request = {
-            TopicPartition(t, p): OffsetSpec.latest() if latest else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-            for t, n in sorted(self.plan.partitions.items())
-            for p in range(n)
-        }
-        deadline = time.monotonic() + OFFSETS_RETRY_SECONDS
-        while True:
-            if self._admin is None:
-                self._admin = AdminClient({"bootstrap.servers": self.plan.bootstrap_servers})
-            futures = self._admin.list_offsets(
-                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=60
-            )
-            out: Offsets = {t: {} for t in self.plan.partitions}
-            try:
-                for tp, future in futures.items():
-                    try:
-                        out[tp.topic][str(tp.partition)] = int(future.result().offset)
-                    except KafkaException as e:
-                        if _passing(e) and time.monotonic() < deadline:
-                            raise _Retry from e
-                        raise StreamsException(
-                            f"Could not list the offsets of {tp.topic}[{tp.partition}] on "
-                            f"{self.plan.bootstrap_servers}: {e}"
-                        ) from e
-                return out
-            except _Retry as retry:
-                _log.warning(
-                    "listing offsets on %s: %s; retrying", self.plan.bootstrap_servers, retry.__cause__
-                )
-                self._admin = None  # its metadata may be what is stale
-                time.sleep(1.0)
+        """Each partition's first offset, or its last stable offset (read_committed's end); errors
+        that clear by themselves are retried (:class:`OffsetLister`)."""
+        listed = self._lister.offsets(
+            ((t, p) for t, n in sorted(self.plan.partitions.items()) for p in range(n)), latest=latest
+        )
+        out: Offsets = {t: {} for t in self.plan.partitions}
+        for (t, p), offset in listed.items():
+            out[t][str(p)] = offset
+        return out
 
     def initialOffset(self) -> Offsets:
         return self._offsets(latest=self.plan.starting == "latest")
@@ -268,34 +234,6 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             commit.abort()
             raise
         yield records, written
-
-
-OFFSETS_RETRY_SECONDS = 120.0
-"""How long the offset planner retries errors that clear by themselves (a broker restarting)."""
-
-
-class _Retry(Exception):
-    """One listing of offsets met an error that clears by itself."""
-
-
-def _passing(error: Exception) -> bool:
-    """Whether a Kafka error clears by itself: retriable, or metadata a restarted broker fixes."""
-    from confluent_kafka import KafkaError
-
-    kafka_error = error.args[0] if error.args else None
-    if not isinstance(kafka_error, KafkaError):
-        return False
-    passing = (
-        KafkaError.FENCED_LEADER_EPOCH,
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._TIMED_OUT,
-        KafkaError._ALL_BROKERS_DOWN,
-    )
-    return bool(kafka_error.retriable()) or kafka_error.code() in passing
 
 
 def _headers(raw: list[tuple[str, bytes | None]] | None) -> Headers:

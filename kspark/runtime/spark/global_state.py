@@ -6,7 +6,8 @@ processing. kspark does the same per Spark Python worker: a
 :class:`GlobalStateReplica` owns a :class:`GlobalStateTask` (the engine's
 global state updater) and a confluent-kafka consumer assigned to every
 partition of the global topics; before a task processes a micro-batch, the
-replica catches up to the topics' end offsets (read_committed). Records go
+replica catches up to the topics' last stable offsets (the end a read_committed
+consumer reaches). Records go
 from Kafka to the worker directly, never through the driver.
 
 As in Kafka Streams, a stream record sees the global table as of when it is
@@ -25,6 +26,7 @@ from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.processor.internals.global_task import GlobalStateTask
 from kspark.processor.internals.records import RawRecord
+from kspark.runtime.spark.kafka_io import OffsetLister
 
 if TYPE_CHECKING:
     from kspark.processor.topology import Topology
@@ -48,6 +50,7 @@ class GlobalStateReplica:
         self.task = GlobalStateTask(global_topology, streams_config, lambda: int(time.time() * 1000))
         self.task.initialize()
         self.topics = sorted(global_topology.sources_by_topic)
+        self._lister = OffsetLister(",".join(streams_config.bootstrap_servers()))
         self._consumer = Consumer(
             {
                 "bootstrap.servers": ",".join(streams_config.bootstrap_servers()),
@@ -73,11 +76,8 @@ class GlobalStateReplica:
         return self.task.stores
 
     def catch_up(self) -> None:
-        """Apply every record of the global topics up to their current end offsets."""
-        ends = {}
-        for tp in self._partitions:
-            _low, high = self._consumer.get_watermark_offsets(tp, timeout=30)
-            ends[(tp.topic, tp.partition)] = high
+        """Apply every record of the global topics up to their current last stable offsets."""
+        ends = self._lister.offsets(self._positions, latest=True)
         deadline = time.monotonic() + _CATCH_UP_TIMEOUT_S
         applied = 0
         while any(self._positions[tp] < end for tp, end in ends.items()):

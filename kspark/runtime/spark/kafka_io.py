@@ -13,7 +13,9 @@ murmur2, as the Java producer Kafka Streams uses does, so output partitions
 match Kafka Streams'.
 
 :class:`HeaderReader` reads a few records' headers back by offset, for the
-native counts, which Spark hands fixed-width columns only.
+native counts, which Spark hands fixed-width columns only. :class:`OffsetLister`
+lists partitions' first or last stable offsets, for the direct read's planner and
+the global stores' replicas.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ __all__ = [
     "RecordSender",
     "HeaderReader",
     "producer_config",
+    "OffsetLister",
+    "OFFSETS_RETRY_SECONDS",
 ]
 
 # The row shape every stage exchanges: one Kafka record.
@@ -302,3 +306,91 @@ class HeaderReader:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+OFFSETS_RETRY_SECONDS = 120.0
+"""How long offsets are retried on errors that clear by themselves (a broker restarting)."""
+
+
+class _Retry(Exception):
+    """One listing of offsets met an error that clears by itself."""
+
+
+class OffsetLister:
+    """Partitions' first offsets or last stable offsets (the end a ``read_committed`` consumer
+    reaches), through an admin client opened on first use.
+
+    Not the consumer's ``get_watermark_offsets``: its high watermark is past the last stable offset
+    while a transaction is open, and librdkafka's query can wait forever whatever its timeout
+    (librdkafka #2588, #4878; seen here in a Spark worker). An admin request times out. Errors that
+    clear by themselves (a broker restarting: stale leader epochs, no leader yet, connections
+    refused) are retried with a fresh admin client for up to :data:`OFFSETS_RETRY_SECONDS`; then,
+    or for any other error, :class:`StreamsException` names the partition and the error."""
+
+    def __init__(self, bootstrap_servers: str, *, request_timeout_s: float = 60.0) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.request_timeout_s = request_timeout_s
+        self._admin: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_admin": None}
+
+    def offsets(self, partitions: Iterable[tuple[str, int]], *, latest: bool) -> dict[tuple[str, int], int]:
+        """Each partition's last stable offset (``latest``) or first offset."""
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+        request = {
+            TopicPartition(t, p): OffsetSpec.latest() if latest else OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+            for t, p in partitions
+        }
+        deadline = time.monotonic() + OFFSETS_RETRY_SECONDS
+        while True:
+            if self._admin is None:
+                self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+            futures = self._admin.list_offsets(
+                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.request_timeout_s
+            )
+            out: dict[tuple[str, int], int] = {}
+            try:
+                for tp, future in futures.items():
+                    try:
+                        # The admin request times out by itself; the margin is for a client that
+                        # does not deliver its result at all.
+                        out[(tp.topic, tp.partition)] = int(
+                            future.result(timeout=self.request_timeout_s + 30).offset
+                        )
+                    except (KafkaException, TimeoutError) as e:
+                        if _passing(e) and time.monotonic() < deadline:
+                            raise _Retry from e
+                        raise StreamsException(
+                            f"Could not list the offsets of {tp.topic}[{tp.partition}] on "
+                            f"{self.bootstrap_servers}: {e!r}"
+                        ) from e
+                return out
+            except _Retry as retry:
+                _log.warning("listing offsets on %s: %r; retrying", self.bootstrap_servers, retry.__cause__)
+                self._admin = None  # its metadata may be what is stale
+                time.sleep(1.0)
+
+
+def _passing(error: Exception) -> bool:
+    """Whether a Kafka error clears by itself: retriable, or metadata a restarted broker fixes."""
+    from confluent_kafka import KafkaError
+
+    if isinstance(error, TimeoutError):
+        return True
+    kafka_error = error.args[0] if error.args else None
+    if not isinstance(kafka_error, KafkaError):
+        return False
+    passing = (
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN,
+    )
+    return bool(kafka_error.retriable()) or kafka_error.code() in passing

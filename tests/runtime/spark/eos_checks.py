@@ -20,7 +20,7 @@ from tests.runtime.spark.eos_app import WINDOW_MS, region_of
 
 __all__ = ["Input", "check", "RATE", "USERS"]
 
-RATE = 2_000  # input records a second, each written to every input topic
+RATE = 200  # input records a second, each written to every input topic
 USERS = 40
 
 L = Serdes.Long().deserializer()

@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
     # Each numbered record takes 2 ms: the batch lasts long enough for the kill to hit it.
     app = KafkaStreams(eos_app.topology(topics, slow_ms=2.0), config, spark=spark)
     done = threading.Event()
-    threading.Thread(target=_kill_one_executor_when_busy, args=(app, done), daemon=True).start()
+    threading.Thread(target=_kill_one_executor_when_busy, args=(done,), daemon=True).start()
     try:
         app.process_available()
     finally:

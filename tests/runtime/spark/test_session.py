@@ -68,9 +68,18 @@ def test_connector_package_names_the_maven_coordinate() -> None:
 def test_session_reads_and_writes_kafka_with_the_connector(
     spark: SparkSession, kafka: LocalKafka, topic_factory: Callable[..., str]
 ) -> None:
-    import os
+    def worker(_: int) -> tuple[str, str]:
+        import sys
 
-    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+        import pyspark
+
+        return sys.executable, pyspark.__file__
+
+    # Workers run this interpreter, with pyspark from the installed package (byte-compiled), not
+    # from Spark's pyspark.zip, which every worker would compile anew (session.worker_python).
+    ((executable, pyspark_file),) = set(spark.sparkContext.parallelize([0, 1], 2).map(worker).collect())
+    assert executable == sys.executable
+    assert ".zip" not in pyspark_file
     assert spark.conf.get("spark.sql.streaming.statefulOperator.checkCorrectness.enabled") == "false"
     assert session_mod.has_kafka_connector(spark)
     src = topic_factory("spark-in", partitions=2)
