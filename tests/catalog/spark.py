@@ -238,9 +238,9 @@ def _shift(scenario: Scenario, partitions: int) -> int:
 
 MAX_SHARED = 50
 """Sub-topologies of one application at most in one shared Spark query (same level and stage,
-``plan.py``). The runner names such a query, and its checkpoint directory, after all of their
-ids, and a directory name past 255 bytes fails the query (known.py): 50 ids below 1000 stay
-under 215 bytes."""
+``plan.py``). It kept a query's checkpoint directory, named after all of their ids, under 255
+bytes until the runner shortened long names; kept since, as the applications' packing was
+measured with it."""
 
 
 def _shared_queries(case: Case) -> Counter[tuple[int, str]]:

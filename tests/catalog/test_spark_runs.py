@@ -177,32 +177,37 @@ def test_native_counts_restart_on_a_multi_process_cluster(case: Case, on_a_clust
 # ----------------------------------------------------------------------------- many sub-topologies
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kspark/runtime/spark/plan.py _query: a query shared by many sub-topologies is named, and "
-    "its checkpoint directory, after all of their ids ('subtopologies-0-1-2-...'); past 255 bytes "
-    "Spark's mkdir of the checkpoint fails (java.io.IOException: mkdir of .../spark/subtopologies-...)",
-)
 def test_an_application_of_a_hundred_independent_sub_topologies_runs(
     catalog_runner: CatalogRunner, kafka: LocalKafka, spark: Any, tmp_path: Path
 ) -> None:
-    """The runner shares a query among sub-topologies of the same stage and level; the catalog's
-    applications keep under 50 sub-topologies per shared query (spark.MAX_SHARED) until this passes."""
-    from kspark import KafkaStreams, StreamsBuilder
+    """The runner shares a query among sub-topologies of the same stage and level; its name, and its
+    checkpoint directory's, stays short however many share it (a file name holds 255 bytes)."""
+    from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder
+    from kspark.serde import Serdes
+
+    s = Serdes.String()
 
     tag = uuid.uuid4().hex[:6]
     inputs = [f"many-{tag}-in-{i}" for i in range(100)]
     catalog_runner.create_topics({t: 1 for t in [*inputs, f"many-{tag}-out"]})
     builder = StreamsBuilder()
     for topic in inputs:
-        builder.stream(topic).filter(lambda k, v: v is not None).to(f"many-{tag}-out")
+        builder.stream(topic, Consumed.with_(s, s)).filter(lambda k, v: v is not None).to(
+            f"many-{tag}-out", Produced.with_(s, s)
+        )
     config = {
         "application.id": f"many-{tag}",
         "bootstrap.servers": kafka.bootstrap_servers,
         "state.dir": str(tmp_path),
     }
+    some = (0, 57, 99)  # a Spark task per input partition with records: a few keep the test quick
+    for i in some:
+        kafka.produce(inputs[i], [(b"k", str(i).encode(), 1_000 + i)])
     app = KafkaStreams(builder.build(), config, spark=spark)
     try:
+        (query,) = app.physical_plan().queries
+        assert len(query.subtopologies) == 100 and len(query.checkpoint) < 100, query.checkpoint
         app.process_available()
     finally:
         app.close()
+    assert sorted(int(r.value) for r in kafka.consume_all(f"many-{tag}-out")) == list(some)

@@ -36,13 +36,14 @@ def test_enrich_adds_category_and_seconds() -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_demo_end_to_end() -> None:
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at_least_once", "exactly_once_v2"])
+def test_demo_end_to_end(exactly_once: bool) -> None:
     try:
         from kspark import KafkaStreams, StreamsBuilder  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"the DSL or Spark runner has not landed yet: {exc}")
     out = io.StringIO()
-    assert demo.run_demo(events=120, timeout=240, out=out) == 0, out.getvalue()
+    assert demo.run_demo(events=120, timeout=240, out=out, exactly_once=exactly_once) == 0, out.getvalue()
     assert "output matches the expected records exactly" in out.getvalue()
 
 

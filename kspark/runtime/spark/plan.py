@@ -36,6 +36,7 @@ native stage has a query of its own (its shape depends on its operation).
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -392,10 +393,18 @@ def _queries(
     return tuple(_query(application_id, m, settings) for m in members)
 
 
+_MAX_SUFFIX = 120
+
+
 def _query(application_id: str, members: list[SubtopologyPlan], settings: RunnerSettings) -> QueryPlan:
     ids = [s.subtopology for s in members]
     # A query of one sub-topology keeps the name (and checkpoint) it always had.
     suffix = f"subtopology-{ids[0]}" if len(ids) == 1 else "subtopologies-" + "-".join(map(str, ids))
+    if len(suffix) > _MAX_SUFFIX:
+        # The suffix names the query's checkpoint directory, and a file name holds at most 255
+        # bytes: a long list of ids becomes its range and count with a digest, as stable as it.
+        digest = hashlib.sha256(suffix.encode()).hexdigest()[:12]
+        suffix = f"subtopologies-{ids[0]}-to-{ids[-1]}-{len(ids)}-{digest}"
     stage = members[0].stage
     cap, why = _cap(members, stage, settings)
     return QueryPlan(f"{application_id}-{suffix}", suffix, stage, members[0].level, tuple(members), cap, why)
