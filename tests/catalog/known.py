@@ -18,12 +18,13 @@ __all__ = ["KNOWN", "BY_CHANCE", "CRASHES", "known_difference", "strict", "crash
 KNOWN: dict[str, str] = {}
 
 BY_CHANCE: dict[str, str] = {
-    "merge/*+direct-off/*": (
-        "kspark/runtime/spark/tasks.py StatelessStage: through Spark's Kafka source each input "
-        "topic-partition of a stateless sub-topology is a Spark task of its own (process_stateless, "
-        "one topic-partition per call), so a task that reads several topics (merge) does not take "
-        "records across them by smallest head timestamp as a Kafka Streams task does: a key's "
-        "output order follows Spark's task scheduling (direct read merges them, and passes)"
+    "merge/*": (
+        "kspark/runtime/spark/tasks.py StatelessStage and direct_source.py partitions(): a stateless "
+        "sub-topology's Spark tasks each read one input topic-partition (Spark's Kafka source, and "
+        "the direct read's offset ranges alike), so a Kafka Streams task that reads several topics "
+        "(merge) does not take records across them by smallest head timestamp: with records of one "
+        "key in both topics, that key's output order follows Spark's task scheduling (seen with "
+        "direct read on and off)"
     ),
 }
 
