@@ -382,6 +382,11 @@ class InternalTopologyBuilder:
     def sink_topic_of(self, name: str) -> str | None:
         return self._node_to_sink_topic.get(name)
 
+    def chooses_topic_per_record(self, name: str) -> bool:
+        """Whether ``name`` is a sink with a topic extractor (its topics are not known ahead)."""
+        factory = self._factories.get(name)
+        return isinstance(factory, _SinkFactory) and factory.topic_extractor is not None
+
     def source_topic_names(self, decorated: bool = False) -> list[str]:
         """Topics read by non-global sources, in insertion order."""
         out: list[str] = []

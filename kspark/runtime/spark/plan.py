@@ -123,6 +123,7 @@ class SubtopologyPlan:
     native: NativeCount | None = field(default=None, compare=False)
     # librdkafka settings of a direct read's consumers (None unless DIRECT_READ)
     consumer: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    chooses_topics: bool = False  # a sink picks its topic per record (a topic extractor)
 
     @property
     def stateful(self) -> bool:
@@ -220,6 +221,8 @@ class PhysicalPlan:
                 lines.append(f"      reads {', '.join(s.source_topics) or 'nothing'}")
                 if s.sink_topics:
                     lines.append(f"      writes {', '.join(s.sink_topics)}")
+                if s.chooses_topics:
+                    lines.append("      writes topics its topic extractor chooses per record")
                 if s.stores:
                     lines.append(f"      stores {', '.join(s.stores)}")
                 lines.extend(f"      {d}" for d in s.decisions)
@@ -327,8 +330,20 @@ def _subtopology(
         blocker = fusion_blocker(built, config.default_timestamp_extractor())
         fused = blocker is None
         decisions.append(Decision("fused chain", fused, blocker or ""))
+    chooses = any(builder.chooses_topic_per_record(n) for n in nodes)
     return SubtopologyPlan(
-        subtopology, sources, sinks, stores, tasks, stage, fused, level, tuple(decisions), native, consumer
+        subtopology,
+        sources,
+        sinks,
+        stores,
+        tasks,
+        stage,
+        fused,
+        level,
+        tuple(decisions),
+        native,
+        consumer,
+        chooses_topics=chooses,
     )
 
 

@@ -93,23 +93,14 @@ def _first_line(error: BaseException) -> str:
     return best[0] if best else type(error).__name__
 
 
-_INITIALIZING = "Initializing sources"
-_INITIALIZE_SECONDS = 60.0
-
-
-def _wait_until_initialized(query: StreamingQuery) -> None:
-    """Wait (a bounded time) until ``query`` has set up its source before the next one starts.
-
-    Setting up a query starts Python processes on the driver (a direct read's offset planner, the
-    state schemas of transformWithState), which Spark gives 10 s to connect back. Started all at
-    once on a busy two-core machine, some took longer and failed their query; one at a time they
-    do not compete.
-    """
-    deadline = time.monotonic() + _INITIALIZE_SECONDS
-    while query.isActive and time.monotonic() < deadline:
-        if query.status.get("message") != _INITIALIZING:
-            return
-        time.sleep(0.05)
+def _feeds(writer: QueryPlan, reader: QueryPlan, global_topics: frozenset[str]) -> bool:
+    """Whether records ``writer`` wrote may be input of ``reader``: a topic ``writer`` writes is one
+    ``reader`` reads, or a global table's (every task reads those), or ``writer`` chooses its
+    topics per record."""
+    if any(s.chooses_topics for s in writer.subtopologies):
+        return True
+    written = {t for s in writer.subtopologies for t in s.sink_topics}
+    return bool(written & (set(reader.source_topics) | global_topics))
 
 
 TRANSIENT_RESTARTS = 3
@@ -460,17 +451,26 @@ class SparkRunner:
         return started
 
     def process_available(self) -> int:
-        """Run each query over what its topics hold now, levels upstream first, until nothing moves."""
+        """Run each query over what its topics hold now, levels upstream first, until nothing moves.
+
+        Every query runs once; after that a query runs again only when a query that read records
+        since its last run may have written to a topic it reads (:func:`_feeds`). Starting a query
+        costs seconds even when it finds nothing, so a query is not run just to find nothing."""
         plan = self.prepare_topics()
-        levels = plan.levels()
+        order = [q for level in plan.levels() for q in level]
+        global_topics = frozenset(self.builder.global_topics())
+        due = {q.name for q in order}
         total = 0
-        for _ in range(max(2, len(plan.queries) + 1)):
-            moved = 0
-            for level in levels:
-                for query_plan in level:
-                    moved += self._run_available(query_plan)
-            total += moved
-            if moved == 0 or len(levels) == 1:
+        for _ in range(len(order) + 1):  # a cycle through topics moves records for a bounded time
+            for query_plan in order:
+                if query_plan.name not in due:
+                    continue
+                due.discard(query_plan.name)
+                moved = self._run_available(query_plan)
+                total += moved
+                if moved:
+                    due |= {q.name for q in order if _feeds(query_plan, q, global_topics)}
+            if not due:
                 break
         return total
 
@@ -500,11 +500,11 @@ class SparkRunner:
     def start(self) -> list[StreamingQuery]:
         self._stopping.clear()
         plan = self.prepare_topics()
-        started = []
-        for q in plan.queries:
-            started.append(self.start_query(q, available_now=False))
-            _wait_until_initialized(started[-1])
-        return started
+        # All at once: each query sets itself up (its first planning, the Python processes of a
+        # direct read's offset planner or transformWithState's schema check) in a thread of its
+        # own, and they overlap. A query whose driver-side Python process was too slow to connect
+        # back on a saturated machine is restarted by restart_transient_failures().
+        return [self.start_query(q, available_now=False) for q in plan.queries]
 
     def restart_transient_failures(self) -> bool:
         """Restart every query that failed for a transient reason (:func:`transient`) from its

@@ -78,6 +78,11 @@ DEFAULT_CONF: dict[str, str] = {
     # and it was most of the JVM's time in every stateful stage (docs/benchmarks.md).
     # Arrow batches stay bounded by spark.sql.execution.arrow.maxRecordsPerBatch (10,000).
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
+    # PySpark sends a pickled Python function of more than this many bytes (1 MB by default) as
+    # a broadcast variable, which transformWithStateInPandas' workers never load (Spark 4.0:
+    # BROADCAST_VARIABLE_NOT_LOADED): an engine stage whose topology pickles to more than 1 MB
+    # failed. The function then travels inside Spark's own task binary, itself broadcast.
+    "spark.broadcast.UDFCompressionThreshold": "1g",
     **REQUIRED_SQL_CONF,
 }
 """Defaults of :func:`create_spark_session`; any ``spark.*`` key given overrides one."""

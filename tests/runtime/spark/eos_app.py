@@ -13,9 +13,10 @@ topics, so every kill hits both at once. Each runs two topologies:
   repartition topic ``<application.id>-numbered-repartition``, and counted per region in 10 s
   windows with a 10 minute grace (native windowed count): state on both sides of the topic.
 
-It runs continuously and prints ``COMMITTED <query> <batch>`` for each micro-batch Spark
-commits (an application keeps the trigger mode its checkpoint was written with, so the test's
-last incarnation runs this way too, until the outputs have caught up).
+It runs continuously and prints ``COMMITTED <query> <batch> <seconds since it started>`` for
+each micro-batch Spark commits (an application keeps the trigger mode its checkpoint was
+written with, so the test's last incarnation runs this way too, until the outputs have caught
+up).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def topology(t: dict[str, str], slow_ms: float = 0.0) -> Topology:
     return b.build()
 
 
-def _report_commits(apps: list[KafkaStreams], stop: threading.Event) -> None:
+def _report_commits(apps: list[KafkaStreams], stop: threading.Event, began: float) -> None:
     last: dict[str, int] = {}
     while not stop.wait(0.1):
         for app in apps:
@@ -105,7 +106,8 @@ def _report_commits(apps: list[KafkaStreams], stop: threading.Event) -> None:
                 progress = query.lastProgress
                 if progress and progress["batchId"] > last.get(query.name, -1):
                     last[query.name] = progress["batchId"]
-                    print(f"COMMITTED {query.name} {progress['batchId']}", flush=True)
+                    seconds = time.monotonic() - began
+                    print(f"COMMITTED {query.name} {progress['batchId']} {seconds:.1f}", flush=True)
 
 
 def _replace(error: BaseException) -> StreamsUncaughtExceptionHandler:
@@ -116,9 +118,11 @@ def _replace(error: BaseException) -> StreamsUncaughtExceptionHandler:
 def main(argv: list[str]) -> int:
     from kspark.runtime.spark.session import create_spark_session
 
+    began = time.monotonic()
     with open(argv[0], encoding="utf-8") as fh:
         settings = json.load(fh)
     spark = create_spark_session()
+    session_s = time.monotonic() - began
     apps = []
     for guarantee, topics in sorted(settings["apps"].items()):
         config = {
@@ -135,8 +139,15 @@ def main(argv: list[str]) -> int:
         app.set_uncaught_exception_handler(_replace)
         app.start()
     stop = threading.Event()
-    threading.Thread(target=_report_commits, args=(apps, stop), daemon=True).start()
+    threading.Thread(target=_report_commits, args=(apps, stop, began), daemon=True).start()
     print("STARTED", flush=True)
+    # where an incarnation's time goes, in the test's apps.log
+    print(
+        f"eos_app: session in {session_s:.1f} s, applications started "
+        f"{time.monotonic() - began - session_s:.1f} s later",
+        file=sys.stderr,
+        flush=True,
+    )
     while all(app.state() is not KafkaStreams.State.ERROR for app in apps):
         time.sleep(0.5)
     stop.set()

@@ -83,3 +83,57 @@ def test_only_known_transient_failures_are_restarted() -> None:
     assert transient(RuntimeError("org.apache.spark.SparkException: Python worker failed to connect back."))
     assert not transient(RuntimeError("kspark.errors.StreamsException: processor failed"))
     assert not transient(None)
+
+
+def _runs_of(topology: Any, moved: dict[str, list[int]]) -> list[str]:
+    """The queries ``process_available`` runs, in order, when each run of a query (by the topics
+    it reads) reads the next of its ``moved`` counts (0 once they run out)."""
+    from kspark.config import StreamsConfig
+    from kspark.runtime.spark.plan import physical_plan
+    from kspark.runtime.spark.runner import SparkRunner
+
+    config = StreamsConfig({"application.id": "unit", "bootstrap.servers": "unused:9092"})
+    runner = SparkRunner(topology, config, spark=None)  # type: ignore[arg-type]  # no query starts
+    plan = physical_plan(topology, config, {"a": 1, "b": 1, "c": 1, "d": 1})
+    runs: list[str] = []
+
+    def run(query: Any) -> int:
+        reads = ",".join(query.source_topics)
+        runs.append(reads)
+        left = moved.get(reads, [])
+        return left.pop(0) if left else 0
+
+    runner.prepare_topics = lambda: plan  # type: ignore[method-assign]
+    runner._run_available = run  # type: ignore[method-assign]
+    runner.process_available()
+    return runs
+
+
+def test_process_available_runs_a_query_again_only_when_its_input_may_have_grown() -> None:
+    from kspark import StreamsBuilder
+
+    b = StreamsBuilder()
+    b.stream("a").to("b")
+    b.stream("b").filter(lambda k, v: True).to("d")
+    b.stream("c").group_by_key().count()
+    # a -> b -> d is a chain of two levels; c's count feeds nothing: each runs once
+    assert _runs_of(b.build(), {"a": [3], "b": [3], "c": [2]}) == ["a", "c", "b"]
+
+
+def test_process_available_follows_a_cycle_through_topics_until_nothing_moves() -> None:
+    from kspark import StreamsBuilder
+
+    b = StreamsBuilder()
+    b.stream("a").filter(lambda k, v: v != "stop").to("b")
+    b.stream("b").map_values(lambda v: "stop").to("a")
+    # b writes back to a: a runs again after b moved records, and once more finds nothing new for b
+    assert _runs_of(b.build(), {"a": [3, 3], "b": [3]}) == ["a", "b", "a", "b"]
+
+
+def test_process_available_runs_everything_again_after_a_topic_extractor_wrote() -> None:
+    from kspark import StreamsBuilder
+
+    b = StreamsBuilder()
+    b.stream("a").to(lambda k, v, ctx: "b")
+    b.stream("c").to("d")
+    assert _runs_of(b.build(), {"a,c": [1]}) == ["a,c", "a,c"]
