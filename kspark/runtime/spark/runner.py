@@ -369,6 +369,7 @@ class SparkRunner:
         if query.stage is Stage.NATIVE_WINDOWED_COUNT:
             assert native is not None
             counted = WindowedCountStage(specs[first.subtopology], native, first.source_topics[0])
+            self._check_pickled_size(query, counted)
             stage = (
                 source.select(
                     task.alias(TASK_INPUT_COLUMN),
@@ -387,19 +388,44 @@ class SparkRunner:
             tuple(bases[s.subtopology] for s in query.subtopologies),
             tuple(s.tasks or 0 for s in query.subtopologies),
         )
+        processor = TaskStage(group, self.settings.spill_rows)
+        self._check_pickled_size(query, processor)
         stage = (
             source.withColumn(TASK_INPUT_COLUMN, task)
             .groupBy(TASK_INPUT_COLUMN)
             .transformWithStateInPandas(
                 # Processing-time timers fire wall-clock punctuations of idle tasks; but with them
                 # Spark keeps running no-data batches, so an availableNow query would never end.
-                TaskStage(group, self.settings.spill_rows),
+                processor,
                 WRITTEN_DDL,
                 "Update",
                 "ProcessingTime" if continuous else "None",
             )
         )
         return stage, None
+
+    def _check_pickled_size(self, query: QueryPlan, processor: Any) -> None:
+        """Refuse, before the query starts, a transformWithState processor that PySpark would send
+        as a broadcast variable: Spark 4.0's transformWithStateInPandas workers never load one
+        (BROADCAST_VARIABLE_NOT_LOADED at the first batch). PySpark does so above the session's
+        ``spark.broadcast.UDFCompressionThreshold`` (1 MB by default; kspark's own sessions set
+        1g). The processor carries the topology, so a large one (big constants in closures,
+        hundreds of sub-topologies) gets there."""
+        from pyspark import cloudpickle
+
+        jvm = self.spark.sparkContext._jvm
+        if jvm is None:  # a Spark Connect session: no threshold to read here
+            return
+        threshold = int(jvm.PythonUtils.getBroadcastThreshold(self.spark.sparkContext._jsc))
+        size = len(cloudpickle.dumps(processor))  # type: ignore[no-untyped-call]
+        if size > threshold:
+            raise StreamsException(
+                f"{query.name}: its tasks (the topology and its functions) pickle to {size:,} bytes, "
+                f"more than this SparkSession's spark.broadcast.UDFCompressionThreshold ({threshold:,}); "
+                "Spark would send them as a broadcast variable, which transformWithStateInPandas does "
+                "not load. Create the session with spark.broadcast.UDFCompressionThreshold=1g "
+                "(kspark.runtime.spark.session.create_spark_session does) or make the topology smaller"
+            )
 
     def _task_column(self, query: QueryPlan) -> Column:
         """Each record's grouping key: its task's query-wide number (``QueryPlan.task_bases``) as a

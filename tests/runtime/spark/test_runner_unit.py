@@ -1,4 +1,5 @@
-"""The Spark runner's driver-side pieces that need no Spark: the foreachBatch function around a stop."""
+"""The Spark runner's driver-side pieces that need no Spark: the foreachBatch function around a stop,
+which queries process_available() runs again, and the size check of a transformWithState processor."""
 
 from __future__ import annotations
 
@@ -137,3 +138,28 @@ def test_process_available_runs_everything_again_after_a_topic_extractor_wrote()
     b.stream("a").to(lambda k, v, ctx: "b")
     b.stream("c").to("d")
     assert _runs_of(b.build(), {"a,c": [1]}) == ["a,c", "a,c"]
+
+
+def test_a_processor_spark_would_send_as_a_broadcast_is_refused_before_the_query_starts() -> None:
+    from types import SimpleNamespace
+
+    from kspark import StreamsBuilder
+    from kspark.config import StreamsConfig
+    from kspark.errors import StreamsException
+    from kspark.runtime.spark.plan import physical_plan
+    from kspark.runtime.spark.runner import SparkRunner
+
+    b = StreamsBuilder()
+    table = {str(i): f"{i:0100d}" for i in range(200)}  # ~20 KB captured by the topology
+    b.stream("a").map_values(lambda v: table.get(v)).group_by_key().count()
+    topology = b.build()
+    config = StreamsConfig({"application.id": "unit", "bootstrap.servers": "unused:9092"})
+
+    def session(threshold: int) -> Any:
+        jvm = SimpleNamespace(PythonUtils=SimpleNamespace(getBroadcastThreshold=lambda jsc: threshold))
+        return SimpleNamespace(sparkContext=SimpleNamespace(_jvm=jvm, _jsc=None))
+
+    query = physical_plan(topology, config, {"a": 1}).queries[0]
+    SparkRunner(topology, config, session(1 << 30))._check_pickled_size(query, topology)
+    with pytest.raises(StreamsException, match=r"spark.broadcast.UDFCompressionThreshold \(10,000\)"):
+        SparkRunner(topology, config, session(10_000))._check_pickled_size(query, topology)
