@@ -57,10 +57,10 @@ WRITTEN_DDL = "written long"
 
 
 SPARK_SOURCE_CONSUMER_DEFAULTS: dict[str, str] = {
-    # A Spark task whose range ends at the end of the log waits out a fetch that the broker
-    # holds for fetch.max.wait.ms (500 ms by default) for want of newer records: every such task
+    # A Spark task whose range ends at the end of a log that gets no newer records waits out a
+    # fetch that the broker holds for fetch.max.wait.ms (500 ms by default): every such task
     # took ~0.5 s whatever it read (a batch over 200 one-record topic-partitions on 2 cores:
-    # 55 s at 500 ms, 3.5 s at 10 ms). A task reads a known offset range, so a short wait adds
+    # 53-56 s at 500 ms, 3.2-3.4 s at 10 ms). A task reads a known offset range, so a short wait adds
     # no requests while records flow.
     "kafka.fetch.max.wait.ms": "10",
 }
