@@ -238,9 +238,8 @@ def _shift(scenario: Scenario, partitions: int) -> int:
 
 MAX_SHARED = 200
 """Sub-topologies of one application at most in one shared Spark query (same level and stage,
-``plan.py``). A Spark task's fixed cost, not its records, is most of a catalog run, and an
-application's queries run every sub-topology's tasks in each micro-batch whether they have
-records or not: so few, large applications (the catalog's cases fill two per configuration)."""
+``plan.py``). Few, large applications: a query's start and a micro-batch's fixed costs are paid
+per application, not per case (the catalog's cases fill two per configuration)."""
 
 
 def _shared_queries(case: Case) -> Counter[tuple[int, str]]:

@@ -414,7 +414,7 @@ class SparkRunner:
         from pyspark import cloudpickle
 
         jvm = self.spark.sparkContext._jvm
-        if jvm is None:  # a Spark Connect session: no threshold to read here
+        if jvm is None:  # no py4j gateway to read the threshold through
             return
         threshold = int(jvm.PythonUtils.getBroadcastThreshold(self.spark.sparkContext._jsc))
         size = len(cloudpickle.dumps(processor))  # type: ignore[no-untyped-call]

@@ -96,7 +96,7 @@ def _caught_up(
         time.sleep(5)
 
 
-@pytest.mark.timeout(1800)  # twenty incarnations of ~30 s each, and the catching up
+@pytest.mark.timeout(1800)  # twenty incarnations of ~10-20 s each, and the catching up
 def test_kill_minus_nine_twenty_times_exactly_once_and_at_least_once(
     kafka: LocalKafka, topic_factory: Callable[..., str], tmp_path: Path
 ) -> None:
