@@ -373,7 +373,7 @@ class OffsetLister:
                             future.result(timeout=self.request_timeout_s + 30).offset
                         )
                     except (KafkaException, TimeoutError) as e:
-                        if _passing(e) and time.monotonic() < deadline:
+                        if passing(e) and time.monotonic() < deadline:
                             raise _Retry from e
                         raise StreamsException(
                             f"Could not list the offsets of {tp.topic}[{tp.partition}] on "
@@ -386,8 +386,13 @@ class OffsetLister:
                 time.sleep(1.0)
 
 
-def _passing(error: Exception) -> bool:
-    """Whether a Kafka error clears by itself: retriable, or metadata a restarted broker fixes."""
+def passing(error: BaseException) -> bool:
+    """Whether a Kafka error clears by itself: retriable, or metadata a restarted broker fixes.
+
+    Coordinator errors are among them: a broker that just started (or took over the
+    ``__consumer_offsets`` partition) answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS
+    until it has loaded the group; Java's consumer retries those until its timeout.
+    """
     from confluent_kafka import KafkaError
 
     if isinstance(error, TimeoutError):
@@ -395,7 +400,14 @@ def _passing(error: Exception) -> bool:
     kafka_error = error.args[0] if error.args else None
     if not isinstance(kafka_error, KafkaError):
         return False
-    passing = (
+    return passing_error(kafka_error)
+
+
+def passing_error(kafka_error: Any) -> bool:
+    """:func:`passing` for a ``KafkaError`` itself (a per-partition error of a response)."""
+    from confluent_kafka import KafkaError
+
+    codes = (
         KafkaError.FENCED_LEADER_EPOCH,
         KafkaError.UNKNOWN_LEADER_EPOCH,
         KafkaError.NOT_LEADER_FOR_PARTITION,
@@ -404,5 +416,8 @@ def _passing(error: Exception) -> bool:
         KafkaError._TRANSPORT,
         KafkaError._TIMED_OUT,
         KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     )
-    return bool(kafka_error.retriable()) or kafka_error.code() in passing
+    return bool(kafka_error.retriable()) or kafka_error.code() in codes

@@ -38,13 +38,14 @@ import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.internals.records import OutputRecord
-from kspark.runtime.spark.kafka_io import RecordSender
+from kspark.runtime.spark.kafka_io import RecordSender, passing
 from kspark.runtime.spark.warm_pool import WarmPool
 
 __all__ = [
@@ -167,6 +168,11 @@ TRANSACTIONAL: WarmPool[_TransactionalProducer] = WarmPool(60.0)
 """This worker's idle transactional producers, by ``transactional.id`` and configuration."""
 
 
+COMMITTED_TIMEOUT_S = 60.0
+"""How long a task keeps asking for its group's committed offsets while the answer is an error
+that clears by itself (Java's ``default.api.timeout.ms``)."""
+
+
 class _MarkerReader:
     """Reads and describes the ``<application.id>`` group's committed offsets (never subscribes)."""
 
@@ -188,17 +194,26 @@ class _MarkerReader:
     def committed(
         self, partitions: Sequence[tuple[str, int]]
     ) -> dict[tuple[str, int], tuple[int, str | None]]:
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
-        got = self.consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=60)
-        out = {}
-        for tp in got:
-            if tp.error is not None:
-                raise StreamsException(
-                    f"Reading the committed offset of {tp.topic}[{tp.partition}]: {tp.error}"
-                )
-            out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata)
-        return out
+        # Retried until the deadline while the error is one that clears by itself (a coordinator
+        # still loading the group after a broker started), as Java's consumer retries it.
+        deadline = time.monotonic() + COMMITTED_TIMEOUT_S
+        while True:
+            left = max(1.0, deadline - time.monotonic())
+            try:
+                got = self.consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=left)
+                failed = next((tp for tp in got if tp.error is not None), None)
+                if failed is None:
+                    return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in got}
+                error: BaseException = KafkaException(failed.error)
+                where = f"{failed.topic}[{failed.partition}]"
+            except KafkaException as e:
+                error, where = e, ", ".join(f"{t}[{p}]" for t, p in partitions)
+            if not passing(error) or time.monotonic() >= deadline:
+                raise StreamsException(f"Reading the committed offsets of {where}: {error}") from error
+            _LOG.warning("reading the committed offsets of %s: %s; retrying", where, error)
+            time.sleep(0.5)
 
     def close(self) -> None:
         self.consumer.close()

@@ -148,3 +148,42 @@ def test_exactly_once_outside_a_spark_task_is_refused(
     commit = _commit(kafka, "tc-app5", topic_factory("src"))
     with pytest.raises(StreamsException, match="needs the Spark micro-batch's identity"):
         commit.begin()
+
+
+class _FlakyConsumer:
+    """Answers ``committed`` with the given errors first, then with offset 7 for every partition."""
+
+    def __init__(self, errors: list[int]) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def committed(self, partitions: list[object], timeout: float) -> list[object]:
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        self.calls += 1
+        if self.errors:
+            raise KafkaException(KafkaError(self.errors.pop(0)))
+        return [TopicPartition(tp.topic, tp.partition, 7) for tp in partitions]  # type: ignore[attr-defined]
+
+
+def test_reading_the_marker_waits_out_a_loading_coordinator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker that just started answers NOT_COORDINATOR until it has loaded the group (CI saw it):
+    the task asks again, as Java's consumer does, instead of failing the query."""
+    from confluent_kafka import KafkaError
+
+    monkeypatch.setattr(task_commit.time, "sleep", lambda _s: None)
+    reader = task_commit._MarkerReader.__new__(task_commit._MarkerReader)
+    reader.consumer = _FlakyConsumer([KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS])
+    assert reader.committed([("in", 0), ("in", 1)]) == {("in", 0): (7, None), ("in", 1): (7, None)}
+    assert reader.consumer.calls == 3
+
+
+def test_reading_the_marker_fails_at_once_on_an_error_that_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    from confluent_kafka import KafkaError
+
+    monkeypatch.setattr(task_commit.time, "sleep", lambda _s: None)
+    reader = task_commit._MarkerReader.__new__(task_commit._MarkerReader)
+    reader.consumer = _FlakyConsumer([KafkaError.GROUP_AUTHORIZATION_FAILED])
+    with pytest.raises(StreamsException, match=r"committed offsets of in\[0\].*GROUP_AUTHORIZATION"):
+        reader.committed([("in", 0)])
+    assert reader.consumer.calls == 1
