@@ -17,16 +17,7 @@ __all__ = ["KNOWN", "BY_CHANCE", "CRASHES", "known_difference", "strict", "crash
 
 KNOWN: dict[str, str] = {}
 
-BY_CHANCE: dict[str, str] = {
-    "merge/*": (
-        "kspark/runtime/spark/tasks.py StatelessStage and direct_source.py partitions(): a stateless "
-        "sub-topology's Spark tasks each read one input topic-partition (Spark's Kafka source, and "
-        "the direct read's offset ranges alike), so a Kafka Streams task that reads several topics "
-        "(merge) does not take records across them by smallest head timestamp: with records of one "
-        "key in both topics, that key's output order follows Spark's task scheduling (seen with "
-        "direct read on and off)"
-    ),
-}
+BY_CHANCE: dict[str, str] = {}
 
 CRASHES: set[str] = set()
 

@@ -15,16 +15,20 @@ Python data source (Spark's ``pyspark.sql.datasource`` API):
   ``spark.kspark.maxOffsetsPerTrigger`` capped and split over partitions by
   lag as Spark splits it; Spark checkpoints the ranges, so a restart goes on
   from the last committed batch and a failed batch is read again;
-* one Spark task per topic-partition range reads it with a librdkafka
-  consumer kept warm in the Python worker
+* one Spark task per Kafka Streams task (its partition of each input topic
+  with records in the batch; one range, unless the sub-topology reads
+  several topics) reads its ranges with librdkafka consumers kept warm in the
+  Python worker
   (:mod:`~kspark.runtime.spark.partition_reader`: read_committed, records
   gone from Kafka fail the query as with Spark's ``failOnDataLoss``), runs
-  the task over it (``process_stateless``: the same engine or fused chain
-  as the mapInArrow stage) and writes the output with the warm producer;
+  the task over them (``process_stateless``: the same engine or fused chain
+  as the mapInArrow stage; several topics' ranges through the engine's
+  task, which takes records across them by head timestamp) and writes the
+  output with the warm producer;
 * each Spark task returns one row, ``(records, written)``.
 
 Spark's own metrics see those rows: ``numInputRows`` of such a query counts
-the partitions read per batch, not records; ``KafkaStreams.process_available()``
+the tasks read per batch, not records; ``KafkaStreams.process_available()``
 counts records from the rows. ``spark.kspark.directRead=false`` reads through
 Spark's Kafka source instead (as do applications whose ``consumer.*``
 settings librdkafka does not know, see :func:`direct_consumer_settings`).
@@ -51,16 +55,25 @@ from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import read_range
-from kspark.runtime.spark.tasks import TopologySpec, process_stateless
+from kspark.runtime.spark.tasks import (
+    TopologySpec,
+    process_stateless,
+    process_stateless_feeds,
+    raw_records,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from kspark.processor.internals.records import RawRecord
+    from kspark.runtime.spark.task_commit import TaskCommit
 
 __all__ = [
     "SOURCE_NAME",
     "DirectPlan",
     "KafkaDirectSource",
     "OffsetRange",
+    "TaskRanges",
     "direct_consumer_settings",
     "rate_limit",
     "register",
@@ -121,12 +134,24 @@ class DirectPlan:
         return plan
 
 
-class OffsetRange(InputPartition):
-    """One Spark task's input: ``topic[partition]`` from ``start`` (inclusive) to ``end``."""
+@dataclass(frozen=True)
+class OffsetRange:
+    """``topic[partition]`` from ``start`` (inclusive) to ``end``."""
 
-    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
-        super().__init__((topic, partition, start, end))
-        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+class TaskRanges(InputPartition):
+    """One Spark task's input: the ranges of one Kafka Streams task, one per input topic with
+    records in the batch (the same partition of each of its sub-topology's topics)."""
+
+    def __init__(self, ranges: tuple[OffsetRange, ...]) -> None:
+        super().__init__(ranges)
+        self.ranges = ranges
+        self.partition = ranges[0].partition
 
 
 def rate_limit(start: Offsets, latest: Offsets, max_records: int) -> Offsets:
@@ -193,47 +218,75 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return latest
 
     def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
-        return [
-            OffsetRange(t, int(p), start[t][p], stop)
-            for t, ends in sorted(end.items())
-            for p, stop in sorted(ends.items(), key=lambda item: int(item[0]))
-            if stop > start[t][p]
-        ]
+        """A Spark task per Kafka Streams task with records to read: a task of a sub-topology
+        that reads several topics (a merge) takes records across them by head timestamp, so it
+        reads all of its ranges in one Spark task."""
+        tasks: dict[tuple[int, int], list[OffsetRange]] = {}
+        for t, ends in sorted(end.items()):
+            for p, stop in sorted(ends.items(), key=lambda item: int(item[0])):
+                if stop > start[t][p]:
+                    key = (self.plan.specs[t].subtopology, int(p))
+                    tasks.setdefault(key, []).append(OffsetRange(t, int(p), start[t][p], stop))
+        return [TaskRanges(tuple(ranges)) for _, ranges in sorted(tasks.items())]
 
     def commit(self, end: Offsets) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets, and no consumer group is used."""
 
     # ---------------------------------------------------------------- worker side
     def read(self, partition: InputPartition) -> Iterator[tuple[int, int]]:
-        assert isinstance(partition, OffsetRange)
-        topic, p = partition.topic, partition.partition
-        spec = self.plan.specs[topic]
-        commit = spec.task_commit(p, topic)
-        if not commit.begin({(topic, p): partition.end}):
+        assert isinstance(partition, TaskRanges)
+        ranges, p = partition.ranges, partition.partition
+        spec = self.plan.specs[ranges[0].topic]
+        commit = spec.task_commit(p)
+        if not commit.begin({(r.topic, p): r.end for r in ranges}):
             yield 0, 0  # a replay of a batch whose output Kafka committed already
             return
-        records = 0
+        counted = [0]
         try:
-            for chunk in read_range(self.plan.consumer, topic, p, partition.start, partition.end):
+            if len(ranges) == 1:
+                self._read_one(spec, commit, ranges[0], counted)
+            else:
                 spec.global_replica()
-                process_stateless(
-                    spec,
-                    commit,
-                    topic,
-                    p,
-                    chunk.offsets,
-                    chunk.timestamps,
-                    chunk.keys,
-                    chunk.values,
-                    chunk.headers,
-                    _headers,
-                )
-                records += len(chunk.offsets)
+                feeds = [(r.topic, self._records(r, counted)) for r in ranges]
+                process_stateless_feeds(spec, commit, p, feeds)
             written = commit.commit()
         except BaseException:
             commit.abort()
             raise
-        yield records, written
+        yield counted[0], written
+
+    def _read_one(self, spec: TopologySpec, commit: TaskCommit, r: OffsetRange, counted: list[int]) -> None:
+        """One topic-partition's range through the task, a chunk at a time (fused when planned)."""
+        for chunk in read_range(self.plan.consumer, r.topic, r.partition, r.start, r.end):
+            spec.global_replica()
+            process_stateless(
+                spec,
+                commit,
+                r.topic,
+                r.partition,
+                chunk.offsets,
+                chunk.timestamps,
+                chunk.keys,
+                chunk.values,
+                chunk.headers,
+                _headers,
+            )
+            counted[0] += len(chunk.offsets)
+
+    def _records(self, r: OffsetRange, counted: list[int]) -> Iterator[list[RawRecord]]:
+        """A range's records a chunk at a time, as the engine's task takes them (counted as read)."""
+        for chunk in read_range(self.plan.consumer, r.topic, r.partition, r.start, r.end):
+            counted[0] += len(chunk.offsets)
+            yield raw_records(
+                r.topic,
+                r.partition,
+                chunk.offsets,
+                chunk.timestamps,
+                chunk.keys,
+                chunk.values,
+                chunk.headers,
+                _headers,
+            )
 
 
 def _headers(raw: list[tuple[str, bytes | None]] | None) -> Headers:

@@ -325,9 +325,23 @@ def _subtopology(
             decisions.append(Decision("fused tail", fused, blocker or ""))
     else:
         consumer, why_not = _direct_read(config, settings)
-        stage = Stage.DIRECT_READ if consumer is not None else Stage.SPARK_SOURCE
         decisions.append(Decision("direct read", consumer is not None, why_not))
-        blocker = fusion_blocker(built, config.default_timestamp_extractor())
+        if consumer is not None:
+            stage = Stage.DIRECT_READ
+        elif len(sources) > 1:
+            # Spark's Kafka source gives each Spark task one topic-partition; a Kafka Streams task
+            # takes the records of all its topics by head timestamp, so its rows are grouped by task.
+            stage = Stage.ENGINE
+            decisions.append(
+                Decision("engine tasks", True, f"reads {len(sources)} topics through Spark's source")
+            )
+        else:
+            stage = Stage.SPARK_SOURCE
+        blocker = (
+            f"reads {len(sources)} topics (taken by head timestamp)"
+            if len(sources) > 1
+            else fusion_blocker(built, config.default_timestamp_extractor())
+        )
         fused = blocker is None
         decisions.append(Decision("fused chain", fused, blocker or ""))
     chooses = any(builder.chooses_topic_per_record(n) for n in nodes)

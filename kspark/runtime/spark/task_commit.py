@@ -103,12 +103,9 @@ def parse_marker(metadata: str | None) -> BatchIdentity | None:
     return BatchIdentity(m.group("query"), int(m.group("batch"))) if m else None
 
 
-def transactional_id(application_id: str, subtopology: int, partition: int, topic: str | None = None) -> str:
-    """The task's ``transactional.id``: stable for the Kafka Streams task (a stateless sub-topology
-    reading several topics through Spark's Kafka source writes per input topic-partition, each a
-    Spark task of its own, so ``topic`` is appended there)."""
-    base = f"{application_id}-{subtopology}_{partition}"
-    return base if topic is None else f"{base}-{topic}"
+def transactional_id(application_id: str, subtopology: int, partition: int) -> str:
+    """The task's ``transactional.id``: stable for the Kafka Streams task."""
+    return f"{application_id}-{subtopology}_{partition}"
 
 
 class _TransactionalProducer:

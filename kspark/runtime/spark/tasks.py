@@ -60,6 +60,10 @@ __all__ = [
     "kafka_headers",
     "warm_stateless_task",
     "process_stateless",
+    "process_stateless_feeds",
+    "process_feeds",
+    "raw_records",
+    "Feed",
     "written_batch",
     "TopologySpec",
     "StatelessStage",
@@ -96,7 +100,7 @@ def kafka_headers(raw: Any) -> Headers:
     return Headers([(h["key"], h["value"]) for h in raw])
 
 
-def _raw_records(
+def raw_records(
     topic: str,
     partition: int,
     offsets: list[int],
@@ -130,17 +134,11 @@ class TopologySpec:
     # The sub-topology's input topics and their partition counts (a task's input partitions).
     input_partitions: Mapping[str, int] = field(default_factory=dict)
 
-    def task_commit(self, partition: int, topic: str | None = None) -> TaskCommit:
-        """The writes of task ``partition`` for one micro-batch (task_commit.py); with ``topic``,
-        of that input topic-partition only (a stateless read of one topic-partition)."""
-        if topic is not None:
-            inputs = [(topic, partition)]
-        else:
-            inputs = [(t, partition) for t, n in sorted(self.input_partitions.items()) if partition < n]
-        several = topic is not None and len(self.input_partitions) > 1
-        txn_id = transactional_id(
-            str(self.config["application.id"]), self.subtopology, partition, topic if several else None
-        )
+    def task_commit(self, partition: int) -> TaskCommit:
+        """The writes of task ``partition`` for one micro-batch (task_commit.py): its partition of
+        each input topic that has one."""
+        inputs = [(t, partition) for t, n in sorted(self.input_partitions.items()) if partition < n]
+        txn_id = transactional_id(str(self.config["application.id"]), self.subtopology, partition)
         return TaskCommit(self.config, self.producer_config, txn_id, inputs)
 
     def global_replica(self) -> GlobalStateReplica | None:
@@ -289,7 +287,8 @@ class StatelessStage:
         self.specs = dict(specs)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # One commit per input topic-partition: Spark's Kafka source gives a Spark task one.
+        # One commit per input topic-partition: Spark's Kafka source gives a Spark task one, and a
+        # sub-topology of this stage reads one topic (plan.py: several make engine tasks).
         commits: dict[tuple[str, int], TaskCommit] = {}
         ends: dict[tuple[str, int], int] = {}
         try:
@@ -298,7 +297,7 @@ class StatelessStage:
                     spec = self.specs[topic]
                     commit = commits.get((topic, partition))
                     if commit is None:
-                        commit = commits[(topic, partition)] = spec.task_commit(partition, topic)
+                        commit = commits[(topic, partition)] = spec.task_commit(partition)
                         commit.begin()
                     ends[(topic, partition)] = cols["offset"][-1] + 1
                     if commit.replay:
@@ -333,9 +332,19 @@ def process_stateless(
     if warm.fused is not None:
         warm.fused.process(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
     else:
-        records = _raw_records(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
+        records = raw_records(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
         warm.task.add_records(topic, partition, records)
     sender.send(_run(warm.task))
+
+
+def process_stateless_feeds(spec: TopologySpec, sender: Sender, partition: int, feeds: list[Feed]) -> None:
+    """Records of several input topics of a stateless sub-topology's task (a merge), taken across
+    the topics by smallest head timestamp as a Kafka Streams task takes them
+    (:func:`process_feeds`), and the output to ``sender``. Never fused: a fused chain takes one
+    topic-partition's records in the order given."""
+    task = warm_stateless_task(spec, partition).task
+    process_feeds(task, partition, feeds, lambda: sender.send(task.drain_output()))
+    sender.send(_run(task))
 
 
 def _by_topic_partition(batch: pa.RecordBatch) -> list[tuple[tuple[str, int], dict[str, list[Any]]]]:
@@ -374,7 +383,7 @@ def _input_feeds(
     import pandas as pd
 
     def records(topic: str, df: pd.DataFrame) -> list[RawRecord]:
-        return _raw_records(
+        return raw_records(
             topic,
             partition,
             df["offset"].tolist(),
@@ -389,7 +398,7 @@ def _input_feeds(
             (
                 topic,
                 (
-                    _raw_records(
+                    raw_records(
                         topic, partition, c["offset"], c["timestamp"], c["key"], c["value"], c["headers"]
                     )
                     for c in chunks
@@ -441,7 +450,16 @@ def process_input(
     another record, so the task always chooses by head timestamp among the
     same queues as with the whole batch buffered (Kafka Streams' choice).
     """
-    feeds = _input_feeds(partition, frames)
+    process_feeds(task, partition, _input_feeds(partition, frames), emit)
+
+
+Feed = tuple[str, Iterator[list[RawRecord]]]
+"""One input topic of a task's micro-batch: the topic, and its records in offset order, in chunks."""
+
+
+def process_feeds(task: StreamTask, partition: int, feeds: list[Feed], emit: Callable[[], None]) -> None:
+    """:func:`process_input` for feeds (see there): a chunk per topic at a time, taken across
+    topics by head timestamp."""
     queues = [task.input_queue(topic, partition) for topic, _ in feeds]
     active = list(zip(queues, [chunks for _, chunks in feeds], strict=True))
     while active:

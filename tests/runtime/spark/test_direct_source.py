@@ -175,3 +175,43 @@ def test_consumer_settings_librdkafka_does_not_know_leave_the_read_to_spark_and_
     # Refused before anything starts (settings.py), naming the setting and the value.
     with pytest.raises(ConfigException, match=r"spark\.kspark\.directRead must be true or false, got 'yes'"):
         KafkaStreams(_upper(src, "unused"), bad_switch, spark=spark)
+
+
+def _merge(a: str, b: str, dst: str) -> Topology:
+    builder = StreamsBuilder()
+    left = builder.stream(a, Consumed.with_(S, S))
+    left.merge(builder.stream(b, Consumed.with_(S, S))).to(dst, Produced.with_(S, S))
+    return builder.build()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_merge_takes_records_across_its_topics_by_timestamp(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """A Kafka Streams task of a merge takes the next record from the input topic whose head has
+    the smallest timestamp: with the records already in Kafka, each key's output is in timestamp
+    order, alternating between the topics here. Each Spark task reading one topic-partition
+    wrote one topic's records, then the other's."""
+    a, b = topic_factory("merge-a", partitions=2), topic_factory("merge-b", partitions=2)
+    keys = [f"k{i}".encode() for i in range(6)]
+    for topic, first in ((a, 0), (b, 1)):
+        rows = [(k, b"%s@%d" % (k, ts), ts) for ts in range(first, 40, 2) for k in keys]
+        kafka.produce(topic, [(k, v, 1_000 + ts, default_partition(k, 2)) for k, v, ts in rows])
+    configs: dict[str, dict[str, Any]] = {
+        "direct": {},
+        "direct-eos": {"processing.guarantee": "exactly_once_v2"},
+        "spark-source": {"spark.kspark.directRead": "false"},
+    }
+    for name, extra in configs.items():
+        dst = topic_factory(f"merged-{name}", partitions=2)
+        app = KafkaStreams(_merge(a, b, dst), _config(kafka, tmp_path, f"merge-{name}", **extra), spark=spark)
+        try:
+            assert _reads_directly(app) is name.startswith("direct")
+            assert app.process_available() == 2 * 20 * len(keys)
+        finally:
+            app.close()
+        output = kafka.consume_all(dst, read_committed=True)
+        for key in keys:
+            got = [r.value for r in output if r.key == key]
+            assert got == [b"%s@%d" % (key, ts) for ts in range(40)], (name, key, got[:6])
