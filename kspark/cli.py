@@ -95,13 +95,26 @@ def _wait_for_signal(stop_when: Callable[[], bool] = lambda: False) -> None:
 def _cmd_dev_kafka(args: argparse.Namespace) -> int:
     from kspark.dev.kafka import LocalKafka
 
-    with LocalKafka(port=args.port, heap=args.heap) as kafka:
+    with LocalKafka(port=args.port, heap=args.heap, security=args.secure) as kafka:
         for spec in args.topic or []:
             name, _, parts = spec.partition(":")
             kafka.create_topic(name, partitions=int(parts or 1))
             print(f"created topic {name} ({int(parts or 1)} partitions)", flush=True)
         print(f"Kafka {args.kafka_version} is up in {kafka.startup_seconds:.1f} s", flush=True)
         print(f"bootstrap.servers={kafka.bootstrap_servers}", flush=True)
+        if args.secure:
+            from kspark.dev.kafka_security import LISTENERS, SASL_MECHANISMS
+
+            # A throwaway broker on loopback: the password is printed so it can be pasted.
+            print(
+                f"secured listeners: user {kafka.user}, password {kafka.password}, CA {kafka.ca_path}",
+                flush=True,
+            )
+            for listener, protocol in LISTENERS.items():
+                note = f" (sasl.mechanism: any of {', '.join(SASL_MECHANISMS)})" if "SASL" in protocol else ""
+                print(f"[{listener}] {kafka.secured_bootstrap(listener)}{note}", flush=True)
+                for key, value in kafka.client_settings(listener).items():
+                    print(f"  {key}={value}", flush=True)
         print(f"broker log: {kafka.log_path}", flush=True)
         try:
             # Inside the try: whoever reads this line may press Ctrl-C at once, and an interrupt
@@ -139,14 +152,15 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 def _partitions(config: dict[str, Any]) -> dict[str, int] | None:
     """The partition counts of the topics on the application's cluster, or None when it does not
     answer within a few seconds (the plan then shows tasks per input partition)."""
-    from confluent_kafka.admin import AdminClient
+    from kspark.runtime.kafka_clients import cluster_metadata, librdkafka_client
 
     servers = config.get("bootstrap.servers")
     if not servers:
         return None
-    bootstrap = servers if isinstance(servers, str) else ",".join(servers)
+    settings = librdkafka_client(config, "admin")
+    bootstrap = settings["bootstrap.servers"]
     try:
-        metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5)
+        metadata = cluster_metadata(settings, timeout=5)
     except Exception as e:  # an unreachable cluster: describe without task counts, and say so
         print(
             f"kspark: {bootstrap} did not answer ({e}); tasks are shown per input partition", file=sys.stderr
@@ -224,6 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heap", default="512m", help="broker JVM heap, -Xmx (default 512m)")
     p.add_argument(
         "--topic", action="append", metavar="NAME[:PARTITIONS]", help="create a topic (repeatable)"
+    )
+    p.add_argument(
+        "--secure",
+        action="store_true",
+        help="also open SASL_PLAINTEXT, SSL, MTLS and SASL_SSL listeners (SASL PLAIN, SCRAM-SHA-256/512, "
+        "OAUTHBEARER; one user 'kspark' with a random password; a test CA's PEM certificates) and print "
+        "each one's Java client settings, password included: a throwaway dev broker, never a real "
+        "one (needs pip install trustme)",
     )
     p.set_defaults(func=_cmd_dev_kafka, kafka_version=broker)
 

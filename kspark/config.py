@@ -3,8 +3,10 @@
 Every Kafka Streams config name is known (an unknown name is a
 ``ConfigException`` naming it); client prefixes (``consumer.``,
 ``producer.``, ``admin.``, ``main.consumer.``, ``restore.consumer.``,
-``global.consumer.``, ``topic.``, ``client.tag.``) and ``spark.*`` pass
-through unchecked. ``cache.max.bytes.buffering`` is the deprecated alias of
+``global.consumer.``, ``topic.``, ``client.tag.``), the clients' connection
+settings (``ssl.*``, ``sasl.*``) and ``spark.*`` pass through unchecked here
+(``kspark.runtime.kafka_clients`` checks the connection settings). Secrets
+(:func:`is_secret`) never show in a ``repr``. ``cache.max.bytes.buffering`` is the deprecated alias of
 ``statestore.cache.max.bytes``. Serde settings take a ``Serde`` instance or a
 name (``string``, ``long``, ``integer``, ``double``, ``bytes``, ``json``);
 handler settings take ``log_and_continue`` | ``log_and_fail`` | a callable.
@@ -13,6 +15,7 @@ handler settings take ``log_and_continue`` | ``log_and_fail`` | a callable.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,6 +29,8 @@ __all__ = [
     "EXACTLY_ONCE_V2",
     "CONFIG_NAMES",
     "PASS_THROUGH_PREFIXES",
+    "is_secret",
+    "redacted",
 ]
 
 AT_LEAST_ONCE = "at_least_once"
@@ -35,6 +40,10 @@ EOS_DEFAULT_COMMIT_INTERVAL_MS = 100
 _SERDE_NAMES = ("string", "long", "integer", "double", "bytes", "json")
 
 PASS_THROUGH_PREFIXES = (
+    # How every client connects (security.protocol is a Kafka Streams name too): Kafka Streams
+    # gives an unprefixed client setting to all its clients (kspark.runtime.kafka_clients).
+    "ssl.",
+    "sasl.",
     "consumer.",
     "producer.",
     "admin.",
@@ -45,6 +54,21 @@ PASS_THROUGH_PREFIXES = (
     "client.tag.",
     "spark.",
 )
+
+
+_SECRET = re.compile(r"password|secret|jaas|\.pem$|keystore\.key$|oauthbearer\.config$|token$", re.IGNORECASE)
+
+HIDDEN = "[hidden]"
+
+
+def is_secret(name: str) -> bool:
+    """Whether the setting ``name`` (any prefix, Java's or librdkafka's name) holds a secret."""
+    return bool(_SECRET.search(name))
+
+
+def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` with every secret's value replaced by ``[hidden]``."""
+    return {k: HIDDEN if is_secret(k) and v not in (None, "") else v for k, v in settings.items()}
 
 
 @dataclass(frozen=True)
@@ -354,4 +378,4 @@ class StreamsConfig(Mapping[str, Any]):
         return resolve_exception_handler(self[key], key)
 
     def __repr__(self) -> str:
-        return f"StreamsConfig({self._values!r})"
+        return f"StreamsConfig({redacted(self._values)!r})"

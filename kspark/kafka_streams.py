@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreException, StreamsException
+from kspark.runtime.kafka_clients import check_client_settings
 from kspark.runtime.spark.settings import RunnerSettings
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class KafkaStreams:
     ) -> None:
         # Validate before anything starts: a bad key fails here, naming it.
         self._config = config if isinstance(config, StreamsConfig) else StreamsConfig(config)
-        _refuse_secured_clients(self._config)
+        check_client_settings(self._config.originals())  # security settings every client can take
         _check_guarantee(self._config)
         RunnerSettings.of(self._config)  # an unknown or mistyped spark.kspark.* key fails here
         self._topology = topology
@@ -300,22 +301,4 @@ def _check_guarantee(config: StreamsConfig) -> None:
             raise StreamsException(
                 "producer.transactional.id must not be set: under exactly_once_v2 kspark gives each "
                 "task its own (<application.id>-<sub-topology>_<partition>)"
-            )
-
-
-def _refuse_secured_clients(config: StreamsConfig) -> None:
-    """Refuse a non-plaintext ``security.protocol`` rather than ignore it.
-
-    Spark's Kafka source would take ``consumer.*`` settings, but the runner's
-    Python-side clients (admin, sink producer defaults, header reader, global
-    store replica) connect with ``bootstrap.servers`` alone, so a secured
-    cluster would fail later, and far from the cause.
-    """
-    for key, value in config.originals().items():
-        protocol = key == "security.protocol" or key.endswith(".security.protocol")
-        if protocol and str(value).upper() != "PLAINTEXT":
-            raise StreamsException(
-                f"{key}={value} is not supported on the Spark runner yet: its Kafka clients connect "
-                "in plaintext only (SSL and SASL are not wired through); use a PLAINTEXT listener "
-                "(the TopologyTestDriver accepts any)"
             )

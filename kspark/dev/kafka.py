@@ -8,7 +8,8 @@ main classes are the ones Kafka's own scripts run: ``kafka.tools.StorageTool``
 (``bin/kafka-server-start.sh``), with the jars of the ``kafka-broker`` bundle.
 
 Broker settings are chosen for one fast, disposable test node; see
-:data:`BROKER_DEFAULTS` and docs/setup.md.
+:data:`BROKER_DEFAULTS` and docs/setup.md. ``LocalKafka(security=True)`` adds
+SASL and TLS listeners beside the PLAINTEXT one (:mod:`kspark.dev.kafka_security`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from kspark.dev import kafka_security
 from kspark.dev.errors import KafkaStartError, PortInUseError
 from kspark.jvm.jars import find_java, resolve_bundle
 
@@ -202,6 +204,16 @@ class LocalKafka:
     ``broker_config`` overrides or extends :data:`BROKER_DEFAULTS`.
     ``data_dir`` keeps the log directory (and broker log) there instead of a
     temporary directory that is deleted on stop.
+
+    ``security=True`` (needs the ``trustme`` package) adds four listeners on
+    their own ports beside PLAINTEXT: ``SASL_PLAINTEXT`` and ``SASL_SSL`` (SASL
+    PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER with unsecured JWTs),
+    ``SSL`` (server-authenticated TLS) and ``MTLS`` (TLS with a client
+    certificate). One user, :attr:`user`, has a random :attr:`password`; there
+    is no authorizer. The TLS files are PEM, made for this broker by a test CA
+    (:attr:`ca_path`). :meth:`secured_bootstrap` and :meth:`client_settings`
+    tell clients where and how to connect; the helpers (:meth:`admin`,
+    :meth:`produce`, ...) keep using PLAINTEXT.
     """
 
     def __init__(
@@ -214,7 +226,10 @@ class LocalKafka:
         stop_timeout: float = 20.0,
         log_level: str = "INFO",
         data_dir: str | os.PathLike[str] | None = None,
+        security: bool = False,
     ) -> None:
+        if security:
+            kafka_security.require_trustme()  # fail here, not after the JVM started
         self._requested_port = port
         self._heap = heap
         self._broker_config = dict(broker_config or {})
@@ -228,6 +243,9 @@ class LocalKafka:
         self._finalizer: weakref.finalize[..., LocalKafka] | None = None
         self._controller_port = 0
         self._owned = True
+        # Password per instance: the same across stop/start and restarts.
+        self._password = kafka_security.new_password() if security else None
+        self._security: kafka_security.BrokerSecurity | None = None
         self.startup_seconds: float | None = None
         """Wall time of the last :meth:`start`, from launch to serving metadata."""
 
@@ -268,6 +286,63 @@ class LocalKafka:
             raise KafkaStartError("LocalKafka is not started")
         return self._workdir / "logs" / "kafka.out"
 
+    # -- secured listeners ---------------------------------------------------
+
+    def _password_or_raise(self) -> str:
+        if self._password is None:
+            raise kafka_security.SecurityError(
+                "this LocalKafka has only a PLAINTEXT listener; create it with LocalKafka(security=True)"
+            )
+        return self._password
+
+    def _secured(self) -> kafka_security.BrokerSecurity:
+        self._password_or_raise()
+        if self._security is None:
+            raise KafkaStartError("LocalKafka is not started; use it as `with LocalKafka() as kafka:`")
+        return self._security
+
+    @property
+    def user(self) -> str:
+        """The secured listeners' one user, ``"kspark"`` (``security=True`` only)."""
+        self._password_or_raise()
+        return kafka_security.USER
+
+    @property
+    def password(self) -> str:
+        """The user's password for SASL PLAIN and SCRAM: random per LocalKafka, kept across
+        :meth:`restart` and stop/start (``security=True`` only)."""
+        return self._password_or_raise()
+
+    @property
+    def ca_path(self) -> Path:
+        """The test CA's certificate (PEM) that signed the broker's and the client's certificates;
+        a client's trust store for the ``SSL``, ``MTLS`` and ``SASL_SSL`` listeners. Valid while the
+        broker runs."""
+        return self._secured().tls.ca
+
+    def secured_bootstrap(self, listener: str) -> str:
+        """``"127.0.0.1:PORT"`` of a secured listener: ``"SASL_PLAINTEXT"``, ``"SSL"``, ``"MTLS"``
+        or ``"SASL_SSL"``. Raises :class:`~kspark.dev.kafka_security.SecurityError` (a ValueError)
+        without ``security=True`` or for another name; valid while the broker runs."""
+        return self._secured().bootstrap(listener)
+
+    def client_settings(
+        self, listener: str, mechanism: str = "SCRAM-SHA-256", password: str | None = None
+    ) -> dict[str, str]:
+        """The settings a Kafka Streams (Java client) user writes to connect through ``listener``.
+
+        Always ``bootstrap.servers`` and ``security.protocol``. For ``SASL_PLAINTEXT`` and
+        ``SASL_SSL``: ``sasl.mechanism`` (``mechanism``: ``PLAIN``, ``SCRAM-SHA-256``,
+        ``SCRAM-SHA-512`` or ``OAUTHBEARER``) and ``sasl.jaas.config`` (username ``kspark`` and
+        :attr:`password`, or ``password`` instead, e.g. a wrong one; OAUTHBEARER claims subject
+        ``kspark`` in an unsecured JWT). For ``SSL``, ``MTLS`` and ``SASL_SSL``:
+        ``ssl.truststore.type=PEM`` and ``ssl.truststore.location`` (:attr:`ca_path`). For
+        ``MTLS`` also ``ssl.keystore.type=PEM`` and ``ssl.keystore.location``, a file with the
+        client's PKCS#8 private key and its certificate. ``mechanism`` and ``password`` are
+        ignored for the TLS-only listeners. Valid while the broker runs.
+        """
+        return self._secured().client_settings(listener, mechanism, password)
+
     def start(self) -> LocalKafka:
         """Format storage, launch the broker and wait until it serves metadata."""
         if self._proc is not None:
@@ -298,6 +373,7 @@ class LocalKafka:
         """Start the broker; ``again``: (workdir, port, controller port, owned) of the run that
         :meth:`restart` continues, whose data is kept and whose storage is formatted already."""
         started = time.monotonic()
+        security = self._security if again is not None else None
         if again is not None:
             workdir, port, controller_port, owned = again
         else:
@@ -312,16 +388,36 @@ class LocalKafka:
                 owned = True
         logs = workdir / "logs"
         logs.mkdir(exist_ok=True)
+        advertised = [f"PLAINTEXT://127.0.0.1:{port}"]
+        protocol_map = ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT"]
+        secured_props: dict[str, str] = {}
+        try:
+            if self._password is not None and security is None:
+                security = kafka_security.BrokerSecurity(
+                    user=kafka_security.USER,
+                    password=self._password,
+                    ports={name: _free_port() for name in kafka_security.LISTENERS},
+                    tls=kafka_security.generate_tls(workdir / "tls"),
+                )
+        except BaseException:
+            if owned:
+                shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        if security is not None:
+            advertised += security.listeners()
+            protocol_map += security.protocol_map()
+            secured_props = security.broker_properties()
         props = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": ",".join([*advertised, f"CONTROLLER://127.0.0.1:{controller_port}"]),
+            "advertised.listeners": ",".join(advertised),
             "inter.broker.listener.name": "PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(protocol_map),
             "log.dirs": str(workdir / "data"),
+            **secured_props,
             **BROKER_DEFAULTS,
             **self._broker_config,
         }
@@ -341,8 +437,11 @@ class LocalKafka:
         ]
         try:
             if again is None:  # a restarted broker's storage is formatted already
+                # SCRAM credentials live in the metadata log, so they are part of formatting.
+                scram = security.scram_format_args() if security is not None else []
+                storage_tool = [*jvm, "kafka.tools.StorageTool", "format", "-t", _cluster_id()]
                 fmt = subprocess.run(
-                    [*jvm, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)],
+                    [*storage_tool, "-c", str(config), *scram],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
@@ -379,6 +478,7 @@ class LocalKafka:
         self._port = port
         self._controller_port = controller_port
         self._owned = owned
+        self._security = security
         self._finalizer = weakref.finalize(
             self, _stop_process, proc, workdir if owned else None, self._stop_timeout
         )
@@ -411,6 +511,14 @@ class LocalKafka:
                     admin = self.admin()
                 md = admin.list_topics(timeout=2)
                 if md.brokers:
+                    # The secured listeners' acceptors open with PLAINTEXT's; a TCP probe of
+                    # each makes sure before a test connects.
+                    for name, port in (self._security.ports if self._security else {}).items():
+                        try:
+                            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                                pass
+                        except OSError as exc:
+                            raise OSError(f"listener {name} on 127.0.0.1:{port}: {exc}") from exc
                     return
                 last_error = "metadata lists no brokers"
             except OSError as exc:
@@ -456,6 +564,7 @@ class LocalKafka:
         self._proc = None
         self._port = None
         self._workdir = None
+        self._security = None
 
     # -- admin ---------------------------------------------------------------
 

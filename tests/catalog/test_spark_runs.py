@@ -107,9 +107,7 @@ def test_results_do_not_depend_on_micro_batch_cuts(batch: int, catalog_runner: C
 # memory or on one process), not each scenario's semantics again, and a local cluster costs CI
 # about 2 s per case.
 CLUSTER_CASES = [
-    c
-    for c in all_cases(conformance.SCENARIOS, [DEFAULT])
-    if c.partitions == max(c.scenario.partitions)
+    c for c in all_cases(conformance.SCENARIOS, [DEFAULT]) if c.partitions == max(c.scenario.partitions)
 ]
 CLUSTER_RESTARTED = [
     c

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from kspark import cli
+from tests.dev.cli_process import dev_kafka
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,36 +73,16 @@ def test_fetch_jars_reports_cached_bundles(capsys: pytest.CaptureFixture[str]) -
 @pytest.mark.integration
 @pytest.mark.slow
 def test_dev_kafka_prints_bootstrap_servers_and_stops_on_ctrl_c() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kspark", "dev-kafka", "--topic", "hello:3"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if line.startswith("Ctrl-C"):
-                break
-        text = "".join(lines)
+    with dev_kafka("--topic", "hello:3") as (proc, text):
         assert "created topic hello (3 partitions)" in text, text
-        servers = next(x for x in lines if x.startswith("bootstrap.servers="))
+        servers = next(x for x in text.splitlines() if x.startswith("bootstrap.servers="))
         assert servers.strip().startswith("bootstrap.servers=127.0.0.1:")
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 _DEMO_APP = """
+from tests.dev.cli_process import dev_kafka
 from kspark.dev.demo import build_topology as topology
 config = {"application.id": "pageviews-demo", "bootstrap.servers": "127.0.0.1:9"}
 """

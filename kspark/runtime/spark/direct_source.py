@@ -117,6 +117,7 @@ class DirectPlan:
     max_offsets: int | None  # records per micro-batch, over all partitions
     consumer: Mapping[str, Any]  # librdkafka settings of the range readers
     specs: Mapping[str, TopologySpec] = field(repr=False)  # the sub-topology reading each topic
+    admin: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the offset lister's connection
 
     def options(self) -> dict[str, str]:
         """Data source options carrying this plan (Spark passes options as strings)."""
@@ -178,7 +179,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, plan: DirectPlan) -> None:
         self.plan = plan
-        self._lister = OffsetLister(plan.bootstrap_servers)
+        self._lister = OffsetLister(plan.bootstrap_servers, settings=plan.admin)
         self._available_now: Offsets | None = None
 
     # ---------------------------------------------------------------- driver side

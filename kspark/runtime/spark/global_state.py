@@ -26,6 +26,7 @@ from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.processor.internals.global_task import GlobalStateTask
 from kspark.processor.internals.records import RawRecord
+from kspark.runtime.kafka_clients import librdkafka_security
 from kspark.runtime.spark.kafka_io import OffsetLister
 
 if TYPE_CHECKING:
@@ -50,10 +51,12 @@ class GlobalStateReplica:
         self.task = GlobalStateTask(global_topology, streams_config, lambda: int(time.time() * 1000))
         self.task.initialize()
         self.topics = sorted(global_topology.sources_by_topic)
-        self._lister = OffsetLister(",".join(streams_config.bootstrap_servers()))
+        bootstrap = ",".join(streams_config.bootstrap_servers())
+        self._lister = OffsetLister(bootstrap, settings=librdkafka_security(config, "admin"))
         self._consumer = Consumer(
             {
-                "bootstrap.servers": ",".join(streams_config.bootstrap_servers()),
+                **librdkafka_security(config, "consumer"),
+                "bootstrap.servers": bootstrap,
                 # Assigned, never subscribed: no group membership, nothing committed.
                 "group.id": f"{streams_config.application_id()}-global-replica",
                 "enable.auto.commit": False,

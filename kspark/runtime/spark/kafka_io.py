@@ -235,8 +235,16 @@ class HeaderReader:
     nothing committed.
     """
 
-    def __init__(self, bootstrap_servers: str, group_id: str, *, seek_gap: int = 100_000) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        group_id: str,
+        *,
+        seek_gap: int = 100_000,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.settings = dict(settings or {})  # connection settings (kafka_clients.py)
         self.group_id = group_id
         self.seek_gap = seek_gap
         self._consumer: Any = None
@@ -245,10 +253,13 @@ class HeaderReader:
     def of_application(config: Mapping[str, Any]) -> HeaderReader:
         """A reader for the application whose StreamsConfig settings are ``config``."""
         from kspark.config import StreamsConfig
+        from kspark.runtime.kafka_clients import librdkafka_security
 
         streams_config = StreamsConfig(dict(config))
         return HeaderReader(
-            ",".join(streams_config.bootstrap_servers()), f"{streams_config.application_id()}-headers"
+            ",".join(streams_config.bootstrap_servers()),
+            f"{streams_config.application_id()}-headers",
+            settings=librdkafka_security(config, "consumer"),
         )
 
     def read(self, topic: str, partition: int, offsets: Sequence[int]) -> dict[int, Headers]:
@@ -261,6 +272,7 @@ class HeaderReader:
 
             self._consumer = Consumer(
                 {
+                    **self.settings,
                     "bootstrap.servers": self.bootstrap_servers,
                     "group.id": self.group_id,
                     "enable.auto.commit": False,
@@ -339,8 +351,15 @@ class OffsetLister:
     refused) are retried with a fresh admin client for up to :data:`OFFSETS_RETRY_SECONDS`; then,
     or for any other error, :class:`StreamsException` names the partition and the error."""
 
-    def __init__(self, bootstrap_servers: str, *, request_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        request_timeout_s: float = 60.0,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.settings = dict(settings or {})  # connection settings (kafka_clients.py)
         self.request_timeout_s = request_timeout_s
         self._admin: Any = None
 
@@ -359,7 +378,7 @@ class OffsetLister:
         deadline = time.monotonic() + OFFSETS_RETRY_SECONDS
         while True:
             if self._admin is None:
-                self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                self._admin = AdminClient({**self.settings, "bootstrap.servers": self.bootstrap_servers})
             futures = self._admin.list_offsets(
                 request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.request_timeout_s
             )

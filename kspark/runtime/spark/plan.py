@@ -393,17 +393,19 @@ def _external_sources(builder: InternalTopologyBuilder) -> set[str]:
 
 def _direct_read(config: StreamsConfig, settings: RunnerSettings) -> tuple[dict[str, Any] | None, str]:
     """The librdkafka settings of a direct read, or None and why not."""
+    from kspark.runtime.kafka_clients import librdkafka_security, prefixed_settings
     from kspark.runtime.spark.direct_source import direct_consumer_settings
     from kspark.runtime.spark.partition_reader import consumer_config
 
     if not settings.direct_read:
         return None, f"{DIRECT_READ} is false"
-    consumer = config.prefixed("consumer.")
+    consumer = prefixed_settings(config.originals(), "consumer")
     settings_ok = direct_consumer_settings(consumer)
     if settings_ok is None:
         return None, f"consumer settings librdkafka does not know ({', '.join(sorted(consumer))})"
     group = f"{config.application_id()}-kspark-reader"
-    return consumer_config(",".join(config.bootstrap_servers()), group, settings_ok), ""
+    connection = librdkafka_security(config.originals(), "consumer")
+    return consumer_config(",".join(config.bootstrap_servers()), group, {**settings_ok, **connection}), ""
 
 
 def _queries(

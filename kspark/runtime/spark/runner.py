@@ -35,6 +35,12 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
+from kspark.runtime.kafka_clients import (
+    cluster_metadata,
+    librdkafka_client,
+    librdkafka_security,
+    spark_source_options,
+)
 from kspark.runtime.spark.direct_source import SOURCE_NAME, DirectPlan
 from kspark.runtime.spark.direct_source import register as register_direct_source
 from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
@@ -238,8 +244,8 @@ class SparkRunner:
         plan over the partition counts found, and check the checkpoints are this plan's."""
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-        admin = AdminClient({"bootstrap.servers": ",".join(self.config.bootstrap_servers())})
-        metadata = admin.list_topics(timeout=30)
+        settings = librdkafka_client(self.config.originals(), "admin")
+        metadata = cluster_metadata(settings)
         existing = {name: len(t.partitions) for name, t in metadata.topics.items()}
         internal = {self._topic(n): p for n, p in self.builder.internal_topics().items()}
         external = [
@@ -264,6 +270,7 @@ class SparkRunner:
         for t in to_create:
             self.partitions[t.topic] = t.num_partitions
         if to_create:
+            admin = AdminClient(settings)  # referenced until its futures are done
             for topic, fut in admin.create_topics(to_create).items():
                 try:
                     fut.result()
@@ -317,7 +324,6 @@ class SparkRunner:
 
     # ------------------------------------------------------------------ queries
     def _spec(self, subtopology: int, fused: bool, continuous: bool) -> TopologySpec:
-        bootstrap = ",".join(self.config.bootstrap_servers())
         plan = self.plan().subtopology(subtopology)
         return TopologySpec(
             self.topology,
@@ -325,7 +331,10 @@ class SparkRunner:
             subtopology,
             self._changelog_topics(),
             self.instance,
-            producer_config(bootstrap, {k: v for k, v in self.config.prefixed("producer.").items()}),
+            producer_config(
+                ",".join(self.config.bootstrap_servers()),
+                librdkafka_client(self.config.originals(), "producer", prefixed=True),
+            ),
             timers=continuous,
             has_global_stores=bool(self.builder.global_store_names()),
             fused=fused,
@@ -348,10 +357,11 @@ class SparkRunner:
         if query.stage is Stage.DIRECT_READ:
             consumer = query.subtopologies[0].consumer
             assert consumer is not None
-            direct = DirectPlan(bootstrap, partitions, starting, cap, consumer, by_topic)
+            admin = librdkafka_security(self.config.originals(), "admin")
+            direct = DirectPlan(bootstrap, partitions, starting, cap, consumer, by_topic, admin)
             register_direct_source(self.spark)
             return self.spark.readStream.format(SOURCE_NAME).options(**direct.options()).load(), None
-        options = {f"kafka.{k}": str(v) for k, v in self.config.prefixed("consumer.").items()}
+        options = spark_source_options(self.config.originals())
         if cap is not None:
             options["maxOffsetsPerTrigger"] = str(cap)
         source = read_kafka(self.spark, bootstrap, partitions, starting_offsets=starting, options=options)

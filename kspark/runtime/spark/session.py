@@ -58,6 +58,12 @@ REQUIRED_SQL_CONF: dict[str, str] = {
     # off; kspark owns their correctness with (old, new) pairs and watermarks.
     "spark.sql.streaming.statefulOperator.checkCorrectness.enabled": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Source options shown in plans and errors: Spark's default hides URLs only. Kafka's secrets
+    # travel as kafka.* options (sasl.jaas.config, ssl.* keys and passwords), and the direct
+    # read's pickled plan holds its consumers' settings.
+    "spark.sql.redaction.options.regex": (
+        r"(?i)url|password|secret|jaas|token|\.pem|ssl\.key|keystore\.key|certificates|plan"
+    ),
 }
 """Runtime SQL settings the runner depends on; set on any session kspark uses."""
 

@@ -45,6 +45,7 @@ from typing import Any
 
 from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.internals.records import OutputRecord
+from kspark.runtime.kafka_clients import librdkafka_security, prefixed_settings
 from kspark.runtime.spark.kafka_io import RecordSender, passing
 from kspark.runtime.spark.warm_pool import WarmPool
 
@@ -241,8 +242,10 @@ class TaskCommit:
         self.producer_config = dict(producer_config)
         self.transactional_id = transactional_id
         self.input_partitions = list(input_partitions)
+        # The group's offsets are read by a consumer of the application's consumer settings.
         self.consumer_config = {
-            k[len("consumer.") :]: v for k, v in config.items() if k.startswith("consumer.")
+            **prefixed_settings(config, "consumer"),
+            **librdkafka_security(config, "consumer"),
         }
         self.replay = False
         self.written = 0
