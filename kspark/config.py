@@ -14,6 +14,7 @@ handler settings take ``log_and_continue`` | ``log_and_fail`` | a callable.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tempfile
@@ -253,9 +254,11 @@ class StreamsConfig(Mapping[str, Any]):
                 continue
             d = _DEFS.get(key)
             if d is None:
+                close = difflib.get_close_matches(key, _DEFS, n=1, cutoff=0.75)
+                hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ConfigException(
-                    f"Unknown configuration {key!r}: not a Kafka Streams config name; client settings take a "
-                    f"prefix ({', '.join(PASS_THROUGH_PREFIXES)})"
+                    f"Unknown configuration {key!r}: {hint}not a Kafka Streams config name; client settings "
+                    f"take a prefix ({', '.join(PASS_THROUGH_PREFIXES)})"
                 )
             values[key] = _check(key, value, d)
         if require_mandatory:

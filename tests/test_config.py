@@ -46,9 +46,14 @@ def test_cache_alias() -> None:
     assert StreamsConfig({**BASE, "statestore.cache.max.bytes": 5}).cache_max_bytes() == 5
 
 
-def test_unknown_key_is_named() -> None:
-    with pytest.raises(ConfigException, match=r"Unknown configuration 'comit\.interval\.ms'"):
+def test_unknown_key_is_named_with_the_closest_known_name() -> None:
+    with pytest.raises(
+        ConfigException,
+        match=r"Unknown configuration 'comit\.interval\.ms': did you mean 'commit\.interval\.ms'\?",
+    ):
         StreamsConfig({**BASE, "comit.interval.ms": 10})
+    with pytest.raises(ConfigException, match=r"Unknown configuration 'max\.poll\.records': not a Kafka"):
+        StreamsConfig({**BASE, "max.poll.records": 10})  # a client setting: no close Streams name
 
 
 def test_prefixes_and_spark_pass_through() -> None:
