@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreException, StreamsException
+from kspark.metrics import MetricName
 from kspark.runtime.kafka_clients import check_client_settings
 from kspark.runtime.spark.settings import RunnerSettings
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from kspark.processor.topology import Topology
+    from kspark.runtime.prometheus import MetricsEndpoint
     from kspark.runtime.spark.plan import PhysicalPlan
     from kspark.runtime.spark.runner import SparkRunner
 
@@ -101,6 +103,7 @@ class KafkaStreams:
         self._exception_handler: Callable[[BaseException], StreamsUncaughtExceptionHandler] | None = None
         self._monitor: threading.Thread | None = None
         self._stop_monitor = threading.Event()
+        self._metrics_endpoint: MetricsEndpoint | None = None
 
     # ------------------------------------------------------------------ state
     def state(self) -> _State:
@@ -143,12 +146,28 @@ class KafkaStreams:
             self._runner = SparkRunner(self._topology, self._config, spark)
         return self._runner
 
+    def _ensure_metrics_endpoint(self) -> None:
+        port = RunnerSettings.of(self._config).prometheus_port
+        if port is not None and self._metrics_endpoint is None:
+            from kspark.runtime.prometheus import MetricsEndpoint
+
+            self._metrics_endpoint = MetricsEndpoint(port, self._config.application_id(), self.metrics)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """Kafka Streams' metrics of the running application, by ``MetricName`` (name, group, tags):
+        per Spark query (a Kafka Streams thread here) processed records, commits and their
+        latency, and input lag per partition (kspark/runtime/spark/metrics.py). Empty before
+        ``start()`` or ``process_available()``."""
+        return self._runner.metrics() if self._runner is not None else {}
+
     def start(self) -> None:
         """Start processing continuously; returns once the queries are running."""
         if self._state is not _State.CREATED:
             raise StreamsException(f"KafkaStreams is not in CREATED state (it is {self._state.value})")
         self._set_state(_State.REBALANCING)
         try:
+            self._ensure_runner()
+            self._ensure_metrics_endpoint()
             self._ensure_runner().start()
         except BaseException:
             self._fail()
@@ -166,6 +185,8 @@ class KafkaStreams:
         if self._state is _State.CREATED:
             self._set_state(_State.REBALANCING)
         try:
+            self._ensure_runner()
+            self._ensure_metrics_endpoint()
             count = self._ensure_runner().process_available()
         except BaseException as e:
             self._handle_failure(e, can_replace=False)
@@ -218,6 +239,7 @@ class KafkaStreams:
         again at the next start) and, as in Kafka Streams, ``close`` returns False.
         """
         if self._state in (_State.NOT_RUNNING, _State.ERROR):
+            self._close_metrics_endpoint()  # kept open after a failure, for whoever investigates
             return True
         self._stop_monitor.set()
         self._set_state(_State.PENDING_SHUTDOWN)
@@ -229,8 +251,14 @@ class KafkaStreams:
         if self._monitor is not None and self._monitor is not threading.current_thread():
             self._monitor.join(seconds)
             in_time = in_time and not self._monitor.is_alive()
+        self._close_metrics_endpoint()
         self._set_state(_State.NOT_RUNNING)
         return in_time
+
+    def _close_metrics_endpoint(self) -> None:
+        if self._metrics_endpoint is not None:
+            self._metrics_endpoint.close()
+            self._metrics_endpoint = None
 
     def cleanup(self) -> None:
         """Delete this application's local state (checkpoints); only while not running."""

@@ -22,7 +22,6 @@ import logging
 import random
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -30,6 +29,7 @@ from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
 from kspark.kstream.internals.stream_stream_join import EMIT_INTERVAL_MS_OUTER_JOIN
 from kspark.kstream.internals.window_aggregate import EMIT_INTERVAL_MS_WINDOWED_AGGREGATION
+from kspark.metrics import MetricName
 from kspark.processor.api import Headers, to_millis
 from kspark.processor.internals.builder import InternalTopologyBuilder
 from kspark.processor.internals.global_task import GlobalStateTask
@@ -45,19 +45,6 @@ _log = logging.getLogger(__name__)
 
 TASK_ID = "0_0"
 PARTITION = 0
-
-
-@dataclass(frozen=True)
-class MetricName:
-    """A metric's name, group and tags (as Kafka's ``MetricName``)."""
-
-    name: str
-    group: str
-    tags_items: tuple[tuple[str, str], ...]
-
-    @property
-    def tags(self) -> dict[str, str]:
-        return dict(self.tags_items)
 
 
 def _random_int() -> int:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
+from kspark.metrics import MetricName
 from kspark.runtime.kafka_clients import (
     cluster_metadata,
     librdkafka_client,
@@ -43,8 +44,9 @@ from kspark.runtime.kafka_clients import (
 )
 from kspark.runtime.spark.direct_source import SOURCE_NAME, DirectPlan
 from kspark.runtime.spark.direct_source import register as register_direct_source
-from kspark.runtime.spark.kafka_io import WRITTEN_DDL, producer_config, read_kafka
+from kspark.runtime.spark.kafka_io import WRITTEN_DDL, OffsetLister, producer_config, read_kafka
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
+from kspark.runtime.spark.metrics import CLIENT_GROUP, ProgressListener, lag_metrics, thread_metrics
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
 from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
@@ -166,6 +168,7 @@ class _RunBatch:
         self.idle.set()
         self.last_done = -1  # the last batch id this function returned from
         self.records_read: int | None = None
+        self.batch_records: dict[int, int] = {}  # records of recent batches, when the rows say
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.idle.clear()
@@ -180,7 +183,11 @@ class _RunBatch:
                 raise
             written = sum(int(r["written"]) for r in rows)
             if "records" in df.columns:
-                self.records_read = (self.records_read or 0) + sum(int(r["records"]) for r in rows)
+                records = sum(int(r["records"]) for r in rows)
+                self.records_read = (self.records_read or 0) + records
+                self.batch_records[batch_id] = records
+                for old in [b for b in self.batch_records if b < batch_id - 100]:
+                    del self.batch_records[old]  # the metrics listener took them long ago
             if self.on_batch is not None:
                 self.on_batch(batch_id, written)
             self.last_done = batch_id
@@ -213,6 +220,32 @@ class SparkRunner:
         self.physical: PhysicalPlan | None = None
         self.instance = uuid.uuid4().hex
         self._restarts: dict[str, int] = {}  # transient failures restarted, by query
+        # Kafka's sample window: metrics.num.samples windows of metrics.sample.window.ms.
+        window_s = int(config["metrics.sample.window.ms"]) * int(config["metrics.num.samples"]) / 1000
+        self.progress = ProgressListener(
+            lambda name: name in self._batch_functions, self._records_of, window_s
+        )
+
+    # ------------------------------------------------------------------ metrics
+    def _records_of(self, query: str, batch_id: int) -> int | None:
+        run_batch = self._batch_functions.get(query)
+        return None if run_batch is None else run_batch.batch_records.get(batch_id)
+
+    def metrics(self) -> dict[MetricName, float]:
+        """Kafka Streams' metrics of this application's queries (kspark/runtime/spark/metrics.py)."""
+        queries = self.progress.snapshot()
+        out = thread_metrics(queries, self.progress.window_s)
+        lister = OffsetLister(
+            ",".join(self.config.bootstrap_servers()),
+            settings=librdkafka_security(self.config.originals(), "admin"),
+        )
+        ends = {name: m.ends for name, m in queries.items() if m.ends}
+        out.update(lag_metrics(ends, lambda tps: lister.offsets(tps, latest=True)))
+        alive = sum(1 for q in list(self.queries) if q.isActive)
+        out[MetricName.of("alive-stream-threads", CLIENT_GROUP, client_id=self.config.application_id())] = (
+            float(alive)
+        )
+        return out
 
     # ------------------------------------------------------------------ planning
     def plan(self) -> PhysicalPlan:
@@ -461,6 +494,10 @@ class SparkRunner:
         if self.settings.max_offsets_per_trigger is not None and query.max_offsets_per_trigger is None:
             _log.warning("spark.kspark.maxOffsetsPerTrigger is ignored for %s: %s", query.name, query.cap)
         stage, tail = self._stage(query, continuous=not available_now)
+        try:
+            self.progress.attach(self.spark)
+        except Exception as e:  # a session without Python listeners: the application runs, unmeasured
+            _log.warning("no streaming query listener, so metrics() reports no batches: %s", e)
         run_batch = _RunBatch(self._on_batch, tail, self._stopping)
         self._batch_functions[query.name] = run_batch
         writer = (
@@ -591,6 +628,10 @@ class SparkRunner:
                 errors.append(e)
         self.queries.clear()
         self._batch_functions.clear()
+        try:
+            self.progress.detach(self.spark)
+        except Exception as e:  # the session may be gone already; nothing listens any more either way
+            _log.info("removing the metrics listener: %s", e)
         if errors:
             raise StreamsException(f"Stopping {len(errors)} queries failed: {errors[0]}") from errors[0]
         return drained

@@ -27,6 +27,7 @@ __all__ = [
     "NATIVE_LOWERING",
     "DIRECT_READ",
     "SPILL_ROWS",
+    "PROMETHEUS_PORT",
     "Setting",
     "SETTINGS",
     "RunnerSettings",
@@ -38,6 +39,7 @@ MAX_OFFSETS_PER_TRIGGER = "spark.kspark.maxOffsetsPerTrigger"
 NATIVE_LOWERING = "spark.kspark.nativeLowering"
 DIRECT_READ = "spark.kspark.directRead"
 SPILL_ROWS = "spark.kspark.spillRows"
+PROMETHEUS_PORT = "spark.kspark.prometheusPort"
 
 DEFAULT_SPILL_ROWS = 1_000_000
 """Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
@@ -112,6 +114,15 @@ SETTINGS: tuple[Setting, ...] = (
         "Rows of one task's micro-batch an engine stage holds in memory before it spills the "
         "batch to Spark's local directory. Results do not depend on it.",
     ),
+    Setting(
+        PROMETHEUS_PORT,
+        "prometheus_port",
+        "positive integer",
+        None,
+        "Serve KafkaStreams.metrics() in Prometheus' text format on this port of the application "
+        "process (all interfaces), from start() or process_available() to close(). Unset: no "
+        "endpoint.",
+    ),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
@@ -125,6 +136,7 @@ class RunnerSettings:
     native_lowering: bool = True
     direct_read: bool = True
     spill_rows: int = DEFAULT_SPILL_ROWS
+    prometheus_port: int | None = None
 
     @staticmethod
     def of(config: Mapping[str, Any]) -> RunnerSettings:

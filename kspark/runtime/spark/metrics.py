@@ -1,0 +1,197 @@
+"""``KafkaStreams.metrics()`` on Spark: Kafka Streams' metric names, from Spark's query progress.
+
+A Kafka Streams thread runs its tasks and commits them together; on Spark a
+streaming query does (plan.py), so each query is a *thread* here, and its
+name (``<application.id>-subtopology-<n>``...) the ``thread-id`` tag. Each
+micro-batch is one commit. What kspark reports (docs/operations.md):
+
+* ``stream-thread-metrics`` per query: ``process-total`` (input records),
+  ``process-rate``, ``commit-total`` (micro-batches), ``commit-rate``,
+  ``commit-latency-avg`` / ``-max`` (a batch's ``triggerExecution`` time:
+  planning, processing, writing and committing), rates and latencies over
+  Kafka's default sample window (``metrics.sample.window.ms`` x
+  ``metrics.num.samples``, 60 s);
+* ``consumer-fetch-manager-metrics`` per query: ``records-lag`` per input
+  topic-partition (its last stable offset minus where the query's last
+  committed batch ended) and ``records-lag-max``;
+* ``stream-metrics``: ``alive-stream-threads`` (running queries).
+
+Counts come from a ``StreamingQueryListener`` on the driver (every batch,
+not only the last hundred a query keeps); a direct read's records come from
+its batches' rows (Spark counts one row per task there).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kspark.metrics import MetricName
+
+__all__ = ["QueryMetrics", "ProgressListener", "thread_metrics", "lag_metrics"]
+
+_log = logging.getLogger(__name__)
+
+THREAD_GROUP = "stream-thread-metrics"
+FETCH_GROUP = "consumer-fetch-manager-metrics"
+CLIENT_GROUP = "stream-metrics"
+
+
+@dataclass
+class QueryMetrics:
+    """One query's committed micro-batches: totals and those of the sample window."""
+
+    records: int = 0
+    commits: int = 0
+    window: deque[tuple[float, int, float]] = field(default_factory=deque)  # (when, records, latency ms)
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)  # where the last batch ended
+
+    def add(self, when: float, records: int, latency_ms: float, window_s: float) -> None:
+        self.records += records
+        self.commits += 1
+        self.window.append((when, records, latency_ms))
+        while self.window and self.window[0][0] < when - window_s:
+            self.window.popleft()
+
+
+class ProgressListener:
+    """Feeds :class:`QueryMetrics` from Spark's progress events of the queries ``watch`` names.
+
+    ``records_of(name, batch_id)`` overrides ``numInputRows`` where a stage
+    counts its own records (a direct read), or returns None.
+    """
+
+    def __init__(
+        self,
+        watch: Callable[[str], bool],
+        records_of: Callable[[str, int], int | None],
+        window_s: float,
+    ) -> None:
+        self.watch = watch
+        self.records_of = records_of
+        self.window_s = window_s
+        self.queries: dict[str, QueryMetrics] = {}
+        self.lock = threading.Lock()
+        self._listener: Any = None
+
+    def on_progress(
+        self, name: str, batch_id: int, rows: int, latency_ms: float, ends: dict[tuple[str, int], int]
+    ) -> None:
+        if not self.watch(name):
+            return
+        counted = self.records_of(name, batch_id)
+        with self.lock:
+            metrics = self.queries.setdefault(name, QueryMetrics())
+            metrics.add(time.monotonic(), rows if counted is None else counted, latency_ms, self.window_s)
+            if ends:
+                metrics.ends = ends
+
+    def attach(self, spark: Any) -> None:
+        """Register with ``spark``'s streaming query manager (once)."""
+        from pyspark.sql.streaming.listener import StreamingQueryListener
+
+        owner = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                progress = event.progress
+                durations = progress.durationMs or {}
+                sources = [{"endOffset": source.endOffset} for source in progress.sources or []]
+                owner.on_progress(
+                    str(progress.name),
+                    int(progress.batchId),
+                    int(progress.numInputRows),
+                    float(durations.get("triggerExecution", 0)),
+                    end_offsets({"sources": sources}),
+                )
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        if self._listener is None:
+            self._listener = Listener()
+            spark.streams.addListener(self._listener)
+
+    def detach(self, spark: Any) -> None:
+        if self._listener is not None:
+            spark.streams.removeListener(self._listener)
+            self._listener = None
+
+    def snapshot(self) -> dict[str, QueryMetrics]:
+        with self.lock:
+            return {
+                n: QueryMetrics(m.records, m.commits, deque(m.window), dict(m.ends))
+                for n, m in self.queries.items()
+            }
+
+
+def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict[MetricName, float]:
+    """The ``stream-thread-metrics`` of each query (see the module docstring)."""
+    out: dict[MetricName, float] = {}
+    for name, m in queries.items():
+        latencies = [latency for _, _, latency in m.window]
+
+        def put(metric: str, value: float, thread: str = name) -> None:
+            out[MetricName.of(metric, THREAD_GROUP, thread_id=thread)] = value
+
+        put("process-total", float(m.records))
+        put("process-rate", sum(records for _, records, _ in m.window) / window_s)
+        put("commit-total", float(m.commits))
+        put("commit-rate", len(m.window) / window_s)
+        # Kafka reports NaN for an average and a maximum without samples.
+        put("commit-latency-avg", sum(latencies) / len(latencies) if latencies else float("nan"))
+        put("commit-latency-max", max(latencies) if latencies else float("nan"))
+    return out
+
+
+def end_offsets(progress: Mapping[str, Any] | None) -> dict[tuple[str, int], int]:
+    """Where a query's last committed batch ended, per topic-partition (its sources' ``endOffset``)."""
+    out: dict[tuple[str, int], int] = {}
+    for source in (progress or {}).get("sources") or []:
+        end = source.get("endOffset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                continue
+        if not isinstance(end, dict):
+            continue
+        for topic, partitions in end.items():
+            if isinstance(partitions, dict):
+                for partition, offset in partitions.items():
+                    out[(str(topic), int(partition))] = int(offset)
+    return out
+
+
+def lag_metrics(
+    ends: Mapping[str, Mapping[tuple[str, int], int]],
+    latest: Callable[[Iterable[tuple[str, int]]], Mapping[tuple[str, int], int]],
+) -> dict[MetricName, float]:
+    """``records-lag`` per query and input topic-partition, and ``records-lag-max`` per query:
+    ``ends`` (query -> where its last batch ended), ``latest`` lists last stable offsets."""
+    wanted = {tp for per_query in ends.values() for tp in per_query}
+    if not wanted:
+        return {}
+    last = latest(sorted(wanted))
+    out: dict[MetricName, float] = {}
+    for name, per_query in ends.items():
+        lags = []
+        for (topic, partition), end in sorted(per_query.items()):
+            lag = max(0, last.get((topic, partition), end) - end)
+            lags.append(lag)
+            tags = {"client_id": name, "topic": topic, "partition": str(partition)}
+            out[MetricName.of("records-lag", FETCH_GROUP, **tags)] = float(lag)
+        out[MetricName.of("records-lag-max", FETCH_GROUP, client_id=name)] = float(max(lags, default=0))
+    return out
