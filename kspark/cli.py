@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
@@ -80,16 +81,41 @@ def _config(module: ModuleType, file: Path) -> dict[str, Any]:
     return config
 
 
-def _wait_for_signal(stop_when: Callable[[], bool] = lambda: False) -> None:
-    """Block until Ctrl-C or SIGTERM (both end in KeyboardInterrupt) or until ``stop_when()``."""
+def _wait_for_signal(
+    stop_when: Callable[[], bool] = lambda: False,
+    every: tuple[float, Callable[[], None]] | None = None,
+) -> None:
+    """Block until Ctrl-C or SIGTERM (both end in KeyboardInterrupt) or until ``stop_when()``;
+    ``every``: (seconds, call) to call that often meanwhile."""
 
     def on_term(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_term)
+    due = time.monotonic() + (every[0] if every else math.inf)
     while not stop_when():
         time.sleep(0.5)
+        if every is not None and time.monotonic() >= due:
+            every[1]()
+            due = time.monotonic() + every[0]
+
+
+def status_line(state: str, metrics: Mapping[Any, float]) -> str:
+    """One line of a running application's state from its ``metrics()``: records processed and
+    written per second (all queries, over Kafka's sample window), the largest input lag, the
+    slowest recent micro-batch, and the queries running."""
+
+    def values(name: str) -> list[float]:
+        return [v for m, v in metrics.items() if m.name == name and not math.isnan(v)]
+
+    slowest = max(values("commit-latency-max"), default=math.nan)
+    batch = "-" if math.isnan(slowest) else f"{slowest:,.0f} ms"
+    return (
+        f"{state} | processed {sum(values('process-rate')):,.0f}/s | written "
+        f"{sum(values('record-send-rate')):,.0f}/s | lag {max(values('records-lag-max'), default=0):,.0f} | "
+        f"slowest batch {batch} | queries {sum(values('alive-stream-threads')):.0f}"
+    )
 
 
 def _cmd_dev_kafka(args: argparse.Namespace) -> int:
@@ -179,8 +205,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(
             f"{config.get('application.id', args.app)} running; Ctrl-C to stop", flush=True
         )  # see dev-kafka
+        # A terminal gets the status line refreshed in place; a log file a plain line now and then.
+        tty = sys.stdout.isatty()
+
+        def status() -> None:
+            try:
+                line = status_line(app.state().value, app.metrics())
+            except Exception as e:  # a status that cannot be read (Kafka away) says so, and runs on
+                line = f"{app.state().value} | metrics unavailable: {e}"
+            print(f"\r\x1b[K{line}" if tty else line, end="" if tty else "\n", flush=True)
+
         # A failed application ends the command (non-zero) instead of waiting for Ctrl-C.
-        _wait_for_signal(lambda: app.state() is KafkaStreams.State.ERROR)
+        _wait_for_signal(
+            lambda: app.state() is KafkaStreams.State.ERROR,
+            every=(2.0 if tty else args.status_interval, status),
+        )
     except KeyboardInterrupt:
         print("\nclosing", flush=True)
     finally:
@@ -212,8 +251,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exactly-once", action="store_true", help="processing.guarantee=exactly_once_v2")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("run", help="run an application module on Spark until Ctrl-C")
+    p = sub.add_parser("run", help="run an application module on Spark until Ctrl-C or SIGTERM")
     p.add_argument("app", metavar="APP.py")
+    p.add_argument(
+        "--status-interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often a status line goes to a log (not a terminal, which refreshes it every 2 s)",
+    )
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("describe", help="print an application's topology (and its Spark plan)")

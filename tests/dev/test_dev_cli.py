@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kspark import cli
+from kspark.dev.kafka import LocalKafka
 from tests.dev.cli_process import dev_kafka
 
 
@@ -157,3 +159,85 @@ def test_describe_spark_with_a_mistyped_setting_is_one_clear_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith("kspark: error: Unknown kspark setting 'spark.kspark.directread'; did you mean")
     assert "spark.kspark.directRead?" in err and "\n" not in err
+
+
+def test_status_line_sums_rates_and_takes_the_worst_lag_and_batch() -> None:
+    from kspark.metrics import MetricName
+
+    thread, fetch = "stream-thread-metrics", "consumer-fetch-manager-metrics"
+    metrics = {
+        MetricName.of("process-rate", thread, thread_id="a"): 1_000.0,
+        MetricName.of("process-rate", thread, thread_id="b"): 250.4,
+        MetricName.of("record-send-rate", "producer-metrics", client_id="a"): 900.0,
+        MetricName.of("commit-latency-max", thread, thread_id="a"): 812.2,
+        MetricName.of("commit-latency-max", thread, thread_id="b"): float("nan"),
+        MetricName.of("records-lag-max", fetch, client_id="a"): 12_345.0,
+        MetricName.of("records-lag-max", fetch, client_id="b"): 7.0,
+        MetricName.of("alive-stream-threads", "stream-metrics", client_id="app"): 2.0,
+    }
+    assert cli.status_line("RUNNING", metrics) == (
+        "RUNNING | processed 1,250/s | written 900/s | lag 12,345 | slowest batch 812 ms | queries 2"
+    )
+    assert cli.status_line("REBALANCING", {}) == (
+        "REBALANCING | processed 0/s | written 0/s | lag 0 | slowest batch - | queries 0"
+    )
+
+
+_RUN_APP = """
+from kspark import Consumed, Produced, StreamsBuilder
+from kspark.serde import Serdes
+
+S = Serdes.String()
+
+
+def topology():
+    b = StreamsBuilder()
+    b.stream({src!r}, Consumed.with_(S, S)).map_values(str.upper).to({dst!r}, Produced.with_(S, S))
+    return b.build()
+
+
+config = {{"application.id": {app!r}, "bootstrap.servers": {servers!r}, "state.dir": {state!r}}}
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_run_prints_status_lines_and_closes_cleanly_on_sigterm(
+    kafka: LocalKafka, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    src, dst = topic_factory("run-in"), topic_factory("run-out")
+    app = tmp_path / "run_app_mod.py"
+    state = str(tmp_path / "state")
+    app.write_text(
+        _RUN_APP.format(src=src, dst=dst, app=f"run-{src}", servers=kafka.bootstrap_servers, state=state)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kspark", "run", str(app), "--status-interval", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(x.startswith("RUNNING |") for x in lines):
+            time.sleep(0.5)
+        assert any(x.startswith("RUNNING | processed") for x in lines), "".join(lines)
+        kafka.produce(src, [(b"k", b"v%d" % i, 1_000 + i) for i in range(50)])
+        out = kafka.consume_all(dst, min_records=50, timeout=90)
+        assert [r.value for r in out] == [b"V%d" % i for i in range(50)]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0, "".join(lines)
+        reader.join(10)
+        assert "closing" in "".join(lines)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -14,6 +14,8 @@ micro-batch is one commit. What kspark reports (docs/operations.md):
 * ``consumer-fetch-manager-metrics`` per query: ``records-lag`` per input
   topic-partition (its last stable offset minus where the query's last
   committed batch ended) and ``records-lag-max``;
+* ``producer-metrics`` per query: ``record-send-total`` and ``record-send-rate``
+  (output records the query's tasks wrote);
 * ``stream-metrics``: ``alive-stream-threads`` (running queries).
 
 Counts come from a ``StreamingQueryListener`` on the driver (every batch,
@@ -41,6 +43,7 @@ _log = logging.getLogger(__name__)
 THREAD_GROUP = "stream-thread-metrics"
 FETCH_GROUP = "consumer-fetch-manager-metrics"
 CLIENT_GROUP = "stream-metrics"
+PRODUCER_GROUP = "producer-metrics"
 
 
 @dataclass
@@ -49,13 +52,16 @@ class QueryMetrics:
 
     records: int = 0
     commits: int = 0
-    window: deque[tuple[float, int, float]] = field(default_factory=deque)  # (when, records, latency ms)
+    # (when, records, latency ms, records written)
+    window: deque[tuple[float, int, float, int]] = field(default_factory=deque)
     ends: dict[tuple[str, int], int] = field(default_factory=dict)  # where the last batch ended
+    written: int = 0
 
-    def add(self, when: float, records: int, latency_ms: float, window_s: float) -> None:
+    def add(self, when: float, records: int, latency_ms: float, written: int, window_s: float) -> None:
         self.records += records
         self.commits += 1
-        self.window.append((when, records, latency_ms))
+        self.written += written
+        self.window.append((when, records, latency_ms, written))
         while self.window and self.window[0][0] < when - window_s:
             self.window.popleft()
 
@@ -63,14 +69,15 @@ class QueryMetrics:
 class ProgressListener:
     """Feeds :class:`QueryMetrics` from Spark's progress events of the queries ``watch`` names.
 
-    ``records_of(name, batch_id)`` overrides ``numInputRows`` where a stage
-    counts its own records (a direct read), or returns None.
+    ``records_of(name, batch_id)`` gives a batch's input records where a stage
+    counts its own (a direct read; else None: ``numInputRows``) and the records
+    it wrote.
     """
 
     def __init__(
         self,
         watch: Callable[[str], bool],
-        records_of: Callable[[str, int], int | None],
+        records_of: Callable[[str, int], tuple[int | None, int]],
         window_s: float,
     ) -> None:
         self.watch = watch
@@ -85,10 +92,11 @@ class ProgressListener:
     ) -> None:
         if not self.watch(name):
             return
-        counted = self.records_of(name, batch_id)
+        counted, written = self.records_of(name, batch_id)
         with self.lock:
             metrics = self.queries.setdefault(name, QueryMetrics())
-            metrics.add(time.monotonic(), rows if counted is None else counted, latency_ms, self.window_s)
+            records = rows if counted is None else counted
+            metrics.add(time.monotonic(), records, latency_ms, written, self.window_s)
             if ends:
                 metrics.ends = ends
 
@@ -132,7 +140,7 @@ class ProgressListener:
     def snapshot(self) -> dict[str, QueryMetrics]:
         with self.lock:
             return {
-                n: QueryMetrics(m.records, m.commits, deque(m.window), dict(m.ends))
+                n: QueryMetrics(m.records, m.commits, deque(m.window), dict(m.ends), m.written)
                 for n, m in self.queries.items()
             }
 
@@ -141,18 +149,22 @@ def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict
     """The ``stream-thread-metrics`` of each query (see the module docstring)."""
     out: dict[MetricName, float] = {}
     for name, m in queries.items():
-        latencies = [latency for _, _, latency in m.window]
+        latencies = [latency for _, _, latency, _ in m.window]
 
         def put(metric: str, value: float, thread: str = name) -> None:
             out[MetricName.of(metric, THREAD_GROUP, thread_id=thread)] = value
 
         put("process-total", float(m.records))
-        put("process-rate", sum(records for _, records, _ in m.window) / window_s)
+        put("process-rate", sum(records for _, records, _, _ in m.window) / window_s)
         put("commit-total", float(m.commits))
         put("commit-rate", len(m.window) / window_s)
         # Kafka reports NaN for an average and a maximum without samples.
         put("commit-latency-avg", sum(latencies) / len(latencies) if latencies else float("nan"))
         put("commit-latency-max", max(latencies) if latencies else float("nan"))
+        # Its producers' output, as a Kafka producer's metrics (client-id: the query).
+        sent = sum(written for _, _, _, written in m.window)
+        out[MetricName.of("record-send-total", PRODUCER_GROUP, client_id=name)] = float(m.written)
+        out[MetricName.of("record-send-rate", PRODUCER_GROUP, client_id=name)] = sent / window_s
     return out
 
 

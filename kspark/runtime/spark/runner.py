@@ -169,6 +169,7 @@ class _RunBatch:
         self.last_done = -1  # the last batch id this function returned from
         self.records_read: int | None = None
         self.batch_records: dict[int, int] = {}  # records of recent batches, when the rows say
+        self.batch_written: dict[int, int] = {}  # output records of recent batches
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.idle.clear()
@@ -182,12 +183,15 @@ class _RunBatch:
                     raise _StoppedDuringBatch(_STOPPED_MESSAGE.format(batch_id=batch_id)) from None
                 raise
             written = sum(int(r["written"]) for r in rows)
+            self.batch_written[batch_id] = written
+            for old in [b for b in self.batch_written if b < batch_id - 100]:
+                del self.batch_written[old]  # the metrics listener took them long ago
             if "records" in df.columns:
                 records = sum(int(r["records"]) for r in rows)
                 self.records_read = (self.records_read or 0) + records
                 self.batch_records[batch_id] = records
                 for old in [b for b in self.batch_records if b < batch_id - 100]:
-                    del self.batch_records[old]  # the metrics listener took them long ago
+                    del self.batch_records[old]
             if self.on_batch is not None:
                 self.on_batch(batch_id, written)
             self.last_done = batch_id
@@ -227,9 +231,12 @@ class SparkRunner:
         )
 
     # ------------------------------------------------------------------ metrics
-    def _records_of(self, query: str, batch_id: int) -> int | None:
+    def _records_of(self, query: str, batch_id: int) -> tuple[int | None, int]:
+        """A batch's input records where its rows say (else None: Spark's count), and its output."""
         run_batch = self._batch_functions.get(query)
-        return None if run_batch is None else run_batch.batch_records.get(batch_id)
+        if run_batch is None:
+            return None, 0
+        return run_batch.batch_records.get(batch_id), run_batch.batch_written.get(batch_id, 0)
 
     def metrics(self) -> dict[MetricName, float]:
         """Kafka Streams' metrics of this application's queries (kspark/runtime/spark/metrics.py)."""

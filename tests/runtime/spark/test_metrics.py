@@ -33,7 +33,9 @@ def _free_port() -> int:
 
 
 def test_thread_metrics_are_totals_and_rates_over_the_sample_window() -> None:
-    m = QueryMetrics(records=1_000, commits=4, window=deque([(1.0, 300, 20.0), (2.0, 300, 40.0)]))
+    m = QueryMetrics(
+        records=1_000, commits=4, window=deque([(1.0, 300, 20.0, 5), (2.0, 300, 40.0, 7)]), written=90
+    )
     got = thread_metrics({"app-subtopology-0": m}, window_s=60.0)
 
     def value(name: str) -> float:
@@ -42,6 +44,9 @@ def test_thread_metrics_are_totals_and_rates_over_the_sample_window() -> None:
     assert value("process-total") == 1_000 and value("commit-total") == 4
     assert value("process-rate") == 10.0 and value("commit-rate") == 2 / 60
     assert value("commit-latency-avg") == 30.0 and value("commit-latency-max") == 40.0
+    producer = "producer-metrics"
+    assert got[MetricName.of("record-send-total", producer, client_id="app-subtopology-0")] == 90
+    assert got[MetricName.of("record-send-rate", producer, client_id="app-subtopology-0")] == 12 / 60
     idle = thread_metrics({"q": QueryMetrics()}, window_s=60.0)
     assert str(idle[MetricName.of("commit-latency-avg", "stream-thread-metrics", thread_id="q")]) == "nan"
 
@@ -125,6 +130,9 @@ def test_metrics_count_records_commits_and_lag_and_prometheus_serves_them(
         assert [value("process-total", thread_id=q) for q in queries] == [200, 150]
         assert all((value("commit-total", thread_id=q) or 0) >= 1 for q in queries)
         assert all((value("commit-latency-max", thread_id=q) or 0) > 0 for q in queries)
+        # 150 records into mid; the count's output: one update per key and batch (cache on)
+        assert value("record-send-total", "producer-metrics", client_id=queries[0]) == 150
+        assert 5 <= (value("record-send-total", "producer-metrics", client_id=queries[1]) or 0) <= 150
         fetch = "consumer-fetch-manager-metrics"
         assert value("records-lag-max", fetch, client_id=queries[0]) == 0
         kafka.produce(src, [(b"k1", b"late", 5_000, 1)] * 3)  # not processed: lag
