@@ -230,6 +230,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reset(args: argparse.Namespace) -> int:
+    from kspark.runtime.reset import Position, execute, parse_datetime, parse_duration, plan_reset
+
+    topology, config = load_app(args.app)
+    if args.to_latest:
+        position = Position("latest")
+    elif args.to_offset is not None:
+        position = Position("offset", args.to_offset)
+    elif args.to_datetime is not None:
+        position = Position("time", parse_datetime(args.to_datetime))
+    elif args.by_duration is not None:
+        position = Position(
+            "time", int(time.time() * 1000 - parse_duration(args.by_duration).total_seconds() * 1000)
+        )
+    else:
+        position = Position("earliest")
+    plan = plan_reset(topology, config, position)
+    print(plan.describe(), flush=True)
+    if args.dry_run:
+        print("dry run: nothing changed", flush=True)
+        return 0
+    execute(plan, config)
+    print(f"reset {plan.application_id}: done", flush=True)
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from kspark.dev.demo import run_demo
 
@@ -261,6 +287,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="how often a status line goes to a log (not a terminal, which refreshes it every 2 s)",
     )
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser(
+        "reset",
+        help="start an application over: input offsets, internal topics, checkpoints (stop it first)",
+    )
+    p.add_argument("app", metavar="APP.py")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--to-earliest", action="store_true", help="input topics from their start (default)")
+    where.add_argument("--to-latest", action="store_true", help="input topics from their end")
+    where.add_argument("--to-offset", type=int, metavar="N", help="input topics from offset N")
+    where.add_argument(
+        "--to-datetime", metavar="TIME", help="from the first record at or after TIME (ISO 8601)"
+    )
+    where.add_argument("--by-duration", metavar="PnDTnHnMnS", help="from this long before now")
+    p.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
+    p.set_defaults(func=_cmd_reset)
 
     p = sub.add_parser("describe", help="print an application's topology (and its Spark plan)")
     p.add_argument("app", metavar="APP.py")

@@ -243,3 +243,19 @@ def test_settings_librdkafka_refuses_fail_at_creation_naming_the_clients_not_the
 def test_connection_settings_for_one_of_kafka_streams_consumers_are_refused_not_ignored() -> None:
     with pytest.raises(ConfigException, match=r"^global.consumer.ssl.truststore.location: .*consumer.ssl"):
         check_client_settings({**BASE, "global.consumer.ssl.truststore.location": "/ca.pem"})
+
+
+def test_a_broker_that_does_not_answer_is_a_clear_error_after_the_timeout() -> None:
+    import socket
+    import time
+
+    from kspark.errors import StreamsException
+    from kspark.runtime.kafka_clients import cluster_metadata
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(StreamsException, match=rf"Kafka at 127.0.0.1:{port} did not answer within 2 s"):
+        cluster_metadata({"bootstrap.servers": f"127.0.0.1:{port}"}, timeout=2)
+    assert time.monotonic() - started < 10

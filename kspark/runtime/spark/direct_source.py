@@ -118,6 +118,7 @@ class DirectPlan:
     consumer: Mapping[str, Any]  # librdkafka settings of the range readers
     specs: Mapping[str, TopologySpec] = field(repr=False)  # the sub-topology reading each topic
     admin: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the offset lister's connection
+    start_at: Offsets = field(default_factory=dict)  # a new query's start where its group committed one
 
     def options(self) -> dict[str, str]:
         """Data source options carrying this plan (Spark passes options as strings)."""
@@ -195,7 +196,10 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def initialOffset(self) -> Offsets:
-        return self._offsets(latest=self.plan.starting == "latest")
+        offsets = self._offsets(latest=self.plan.starting == "latest")
+        for topic, starts in self.plan.start_at.items():
+            offsets[topic].update(starts)
+        return offsets
 
     def getDefaultReadLimit(self) -> ReadLimit:
         max_offsets = self.plan.max_offsets

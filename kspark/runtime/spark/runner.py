@@ -30,7 +30,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
@@ -120,6 +120,12 @@ _TRANSIENT_ERRORS = (
     # has committed nothing of the batch it was planning.
     "Python worker failed to connect back",
 )
+
+
+def _has_batches(checkpoint: str) -> bool:
+    """Whether a query's checkpoint holds a planned micro-batch (Spark's ``offsets`` log)."""
+    offsets = os.path.join(checkpoint, "offsets")
+    return os.path.isdir(offsets) and any(name.isdigit() for name in os.listdir(offsets))
 
 
 def transient(error: BaseException | None) -> bool:
@@ -381,6 +387,46 @@ class SparkRunner:
             input_partitions={t: self.partitions[t] for t in plan.source_topics},
         )
 
+    def _committed_start(self, query: QueryPlan, partitions: Mapping[str, int]) -> dict[str, dict[str, int]]:
+        """Where a query without a checkpoint starts, per topic -> partition: the offsets the
+        ``<application.id>`` group committed (``kspark reset`` writes them, an exactly-once run
+        commits them), into what the log still holds, as a new Kafka Streams instance starts from
+        its group's offsets. Partitions without one start at ``auto.offset.reset``; a query with
+        a checkpoint goes on from it."""
+        if _has_batches(self.checkpoint_dir(query)):
+            return {}
+        from confluent_kafka import Consumer, TopicPartition
+
+        settings = librdkafka_client(self.config.originals(), "consumer")
+        consumer = Consumer(
+            {
+                **settings,
+                "group.id": self.config.application_id(),
+                "enable.auto.commit": False,
+                "logger": _log,
+            }
+        )
+        try:
+            wanted = [TopicPartition(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+            committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(wanted, timeout=60)}
+        finally:
+            consumer.close()
+        committed = {tp: offset for tp, offset in committed.items() if offset >= 0}
+        if not committed:
+            return {}
+        lister = OffsetLister(
+            settings["bootstrap.servers"], settings=librdkafka_security(self.config.originals(), "admin")
+        )
+        first = lister.offsets(committed, latest=False)
+        last = lister.offsets(committed, latest=True)
+        out: dict[str, dict[str, int]] = {}
+        for (topic, partition), offset in committed.items():
+            out.setdefault(topic, {})[str(partition)] = min(
+                max(offset, first[(topic, partition)]), last[(topic, partition)]
+            )
+        _log.info("%s starts from the offsets its group committed: %s", query.name, out)
+        return out
+
     def _stage(self, query: QueryPlan, *, continuous: bool) -> tuple[DataFrame, Any]:
         """The query's streaming DataFrame and the ``foreachBatch`` tail to run over its rows (or None)."""
 
@@ -394,16 +440,26 @@ class SparkRunner:
         starting = "latest" if reset == "latest" else "earliest"
         bootstrap = ",".join(self.config.bootstrap_servers())
         cap = query.max_offsets_per_trigger
+        start_at = self._committed_start(query, partitions)
         if query.stage is Stage.DIRECT_READ:
             consumer = query.subtopologies[0].consumer
             assert consumer is not None
             admin = librdkafka_security(self.config.originals(), "admin")
-            direct = DirectPlan(bootstrap, partitions, starting, cap, consumer, by_topic, admin)
+            direct = DirectPlan(bootstrap, partitions, starting, cap, consumer, by_topic, admin, start_at)
             register_direct_source(self.spark)
             return self.spark.readStream.format(SOURCE_NAME).options(**direct.options()).load(), None
         options = spark_source_options(self.config.originals())
         if cap is not None:
             options["maxOffsetsPerTrigger"] = str(cap)
+        if start_at:
+            # Spark takes a specific start for every assigned partition: -2 earliest, -1 latest.
+            default = -1 if starting == "latest" else -2
+            starting = json.dumps(
+                {
+                    t: {str(p): start_at.get(t, {}).get(str(p), default) for p in range(n)}
+                    for t, n in partitions.items()
+                }
+            )
         source = read_kafka(self.spark, bootstrap, partitions, starting_offsets=starting, options=options)
         if query.stage is Stage.SPARK_SOURCE:
             return source.mapInArrow(StatelessStage(by_topic), WRITTEN_DDL), None
