@@ -440,3 +440,27 @@ def passing_error(kafka_error: Any) -> bool:
         KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
     )
     return bool(kafka_error.retriable()) or kafka_error.code() in codes
+
+
+def committed_offsets(consumer: Any, partitions: Sequence[tuple[str, int]], timeout_s: float) -> list[Any]:
+    """``consumer``'s group's committed offsets of ``partitions`` (``TopicPartition`` s), asked
+    again until ``timeout_s`` while the answer is an error that clears by itself (a coordinator
+    still loading the group after a broker started: NOT_COORDINATOR), as Java's consumer does."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = max(1.0, deadline - time.monotonic())
+        try:
+            got = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=left)
+            failed = next((tp for tp in got if tp.error is not None), None)
+            if failed is None:
+                return list(got)
+            error: BaseException = KafkaException(failed.error)
+            where = f"{failed.topic}[{failed.partition}]"
+        except KafkaException as e:
+            error, where = e, ", ".join(f"{t}[{p}]" for t, p in partitions)
+        if not passing(error) or time.monotonic() >= deadline:
+            raise StreamsException(f"Reading the committed offsets of {where}: {error}") from error
+        _log.warning("reading the committed offsets of %s: %s; retrying", where, error)
+        time.sleep(0.5)

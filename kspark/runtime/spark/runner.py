@@ -44,7 +44,13 @@ from kspark.runtime.kafka_clients import (
 )
 from kspark.runtime.spark.direct_source import SOURCE_NAME, DirectPlan
 from kspark.runtime.spark.direct_source import register as register_direct_source
-from kspark.runtime.spark.kafka_io import WRITTEN_DDL, OffsetLister, producer_config, read_kafka
+from kspark.runtime.spark.kafka_io import (
+    WRITTEN_DDL,
+    OffsetLister,
+    committed_offsets,
+    producer_config,
+    read_kafka,
+)
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
 from kspark.runtime.spark.metrics import CLIENT_GROUP, ProgressListener, lag_metrics, thread_metrics
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
@@ -395,7 +401,7 @@ class SparkRunner:
         a checkpoint goes on from it."""
         if _has_batches(self.checkpoint_dir(query)):
             return {}
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer
 
         settings = librdkafka_client(self.config.originals(), "consumer")
         consumer = Consumer(
@@ -407,8 +413,10 @@ class SparkRunner:
             }
         )
         try:
-            wanted = [TopicPartition(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
-            committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(wanted, timeout=60)}
+            wanted = [(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+            committed = {
+                (tp.topic, tp.partition): tp.offset for tp in committed_offsets(consumer, wanted, 60.0)
+            }
         finally:
             consumer.close()
         committed = {tp: offset for tp, offset in committed.items() if offset >= 0}
@@ -626,6 +634,9 @@ class SparkRunner:
                         _first_line(e),
                     )
                     continue
+                explained = self._explained(query_plan.name, e)
+                if explained is not e:
+                    raise explained from e
                 raise StreamsException(f"{query_plan.name} failed: {_first_line(e)}") from e
             finally:
                 self.queries.remove(query)
@@ -670,8 +681,30 @@ class SparkRunner:
         for q in self.queries:
             exc = q.exception()
             if exc is not None:
-                return exc
+                return self._explained(q.name, exc)
         return None
+
+    def _explained(self, query: str, error: BaseException) -> BaseException:
+        """``error`` of ``query``, said plainly where the cause is a known one: input topics
+        deleted under the running application (Spark's Kafka consumer says only "This server does
+        not host this topic-partition")."""
+        text = str(error)
+        if "UnknownTopicOrPartition" not in text and "UNKNOWN_TOPIC_OR_PART" not in text:
+            return error
+        plan = next((q for q in self.plan().queries if q.name == query), None)
+        try:
+            existing = set(cluster_metadata(librdkafka_client(self.config.originals(), "admin")).topics)
+        except StreamsException:
+            return error  # Kafka itself is away: the error as it is says more
+        missing = sorted(t for t in (plan.source_topics if plan else ()) if t not in existing)
+        if not missing:
+            return error
+        explained = StreamsException(
+            f"{query} failed: its input topics {missing} no longer exist (deleted while the application "
+            f"ran?): {_first_line(error)}"
+        )
+        explained.__cause__ = error
+        return explained
 
     def stop(self, drain_seconds: float = 0.0) -> bool:
         """Stop every query. With ``drain_seconds`` > 0 (``KafkaStreams.close``), first let the

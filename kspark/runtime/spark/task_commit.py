@@ -38,7 +38,6 @@ import json
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +45,7 @@ from typing import Any
 from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.kafka_clients import librdkafka_security, prefixed_settings
-from kspark.runtime.spark.kafka_io import RecordSender, passing
+from kspark.runtime.spark.kafka_io import RecordSender, committed_offsets
 from kspark.runtime.spark.warm_pool import WarmPool
 
 __all__ = [
@@ -192,26 +191,8 @@ class _MarkerReader:
     def committed(
         self, partitions: Sequence[tuple[str, int]]
     ) -> dict[tuple[str, int], tuple[int, str | None]]:
-        from confluent_kafka import KafkaException, TopicPartition
-
-        # Retried until the deadline while the error is one that clears by itself (a coordinator
-        # still loading the group after a broker started), as Java's consumer retries it.
-        deadline = time.monotonic() + COMMITTED_TIMEOUT_S
-        while True:
-            left = max(1.0, deadline - time.monotonic())
-            try:
-                got = self.consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=left)
-                failed = next((tp for tp in got if tp.error is not None), None)
-                if failed is None:
-                    return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in got}
-                error: BaseException = KafkaException(failed.error)
-                where = f"{failed.topic}[{failed.partition}]"
-            except KafkaException as e:
-                error, where = e, ", ".join(f"{t}[{p}]" for t, p in partitions)
-            if not passing(error) or time.monotonic() >= deadline:
-                raise StreamsException(f"Reading the committed offsets of {where}: {error}") from error
-            _LOG.warning("reading the committed offsets of %s: %s; retrying", where, error)
-            time.sleep(0.5)
+        got = committed_offsets(self.consumer, partitions, COMMITTED_TIMEOUT_S)
+        return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in got}
 
     def close(self) -> None:
         self.consumer.close()

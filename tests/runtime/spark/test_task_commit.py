@@ -13,7 +13,7 @@ from kspark.dev.kafka import LocalKafka
 from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord
-from kspark.runtime.spark import task_commit
+from kspark.runtime.spark import kafka_io, task_commit
 from kspark.runtime.spark.kafka_io import producer_config
 from kspark.runtime.spark.task_commit import BatchIdentity, TaskCommit, marker, parse_marker
 
@@ -171,7 +171,7 @@ def test_reading_the_marker_waits_out_a_loading_coordinator(monkeypatch: pytest.
     the task asks again, as Java's consumer does, instead of failing the query."""
     from confluent_kafka import KafkaError
 
-    monkeypatch.setattr(task_commit.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(kafka_io.time, "sleep", lambda _s: None)
     reader = task_commit._MarkerReader.__new__(task_commit._MarkerReader)
     reader.consumer = _FlakyConsumer([KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS])
     assert reader.committed([("in", 0), ("in", 1)]) == {("in", 0): (7, None), ("in", 1): (7, None)}
@@ -181,7 +181,7 @@ def test_reading_the_marker_waits_out_a_loading_coordinator(monkeypatch: pytest.
 def test_reading_the_marker_fails_at_once_on_an_error_that_stays(monkeypatch: pytest.MonkeyPatch) -> None:
     from confluent_kafka import KafkaError
 
-    monkeypatch.setattr(task_commit.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(kafka_io.time, "sleep", lambda _s: None)
     reader = task_commit._MarkerReader.__new__(task_commit._MarkerReader)
     reader.consumer = _FlakyConsumer([KafkaError.GROUP_AUTHORIZATION_FAILED])
     with pytest.raises(StreamsException, match=r"committed offsets of in\[0\].*GROUP_AUTHORIZATION"):

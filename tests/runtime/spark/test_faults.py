@@ -1,0 +1,58 @@
+"""Faults an operator meets: an input topic deleted under a running application."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder
+from kspark.dev.kafka import LocalKafka
+from kspark.kafka_streams import StreamsUncaughtExceptionHandler
+from kspark.serde import Serdes
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+pyspark_cloudpickle = pytest.importorskip("pyspark.cloudpickle")
+pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+S = Serdes.String()
+
+
+@pytest.mark.parametrize("stateful", [False, True], ids=["direct-read", "spark-source"])
+def test_an_input_topic_deleted_while_running_fails_the_application_naming_it(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path, stateful: bool
+) -> None:
+    src, dst = topic_factory("doomed", partitions=2), topic_factory("survivor", partitions=2)
+    b = StreamsBuilder()
+    stream = b.stream(src, Consumed.with_(S, S))
+    if stateful:  # Spark's Kafka source, whose consumer only says "does not host this topic-partition"
+        stream.group_by_key().count().to_stream().to(dst, Produced.with_(S, Serdes.Long()))
+    else:
+        stream.map_values(str.upper).to(dst, Produced.with_(S, S))
+    config = {
+        "application.id": f"faults-{src}",
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "state.dir": str(tmp_path / "state"),
+    }
+    app = KafkaStreams(b.build(), config, spark=spark)
+    errors: list[BaseException] = []
+    app.set_uncaught_exception_handler(
+        lambda e: (errors.append(e), StreamsUncaughtExceptionHandler.SHUTDOWN_CLIENT)[1]
+    )
+    kafka.produce(src, [(b"k", b"v", 1_000)])
+    app.start()
+    try:
+        kafka.consume_all(dst, min_records=1, timeout=90)
+        kafka.delete_topic(src)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and app.state() is not KafkaStreams.State.ERROR:
+            time.sleep(0.5)
+        assert app.state() is KafkaStreams.State.ERROR
+    finally:
+        app.close()
+    assert errors and f"its input topics ['{src}'] no longer exist" in str(errors[0]), errors
