@@ -23,17 +23,15 @@ pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
 S = Serdes.String()
 
 
-@pytest.mark.parametrize("stateful", [False, True], ids=["direct-read", "spark-source"])
 def test_an_input_topic_deleted_while_running_fails_the_application_naming_it(
-    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path, stateful: bool
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
 ) -> None:
+    """Through Spark's source, whose consumer says only "does not host this topic-partition" (the
+    direct read's error goes through the same explanation: runner.py, ``_explained``)."""
     src, dst = topic_factory("doomed", partitions=2), topic_factory("survivor", partitions=2)
     b = StreamsBuilder()
-    stream = b.stream(src, Consumed.with_(S, S))
-    if stateful:  # Spark's Kafka source, whose consumer only says "does not host this topic-partition"
-        stream.group_by_key().count().to_stream().to(dst, Produced.with_(S, Serdes.Long()))
-    else:
-        stream.map_values(str.upper).to(dst, Produced.with_(S, S))
+    counts = b.stream(src, Consumed.with_(S, S)).group_by_key().count()
+    counts.to_stream().to(dst, Produced.with_(S, Serdes.Long()))
     config = {
         "application.id": f"faults-{src}",
         "bootstrap.servers": kafka.bootstrap_servers,
