@@ -238,6 +238,7 @@ class SparkRunner:
         self._restarts: dict[str, int] = {}  # transient failures restarted, by query
         # Kafka's sample window: metrics.num.samples windows of metrics.sample.window.ms.
         window_s = int(config["metrics.sample.window.ms"]) * int(config["metrics.num.samples"]) / 1000
+        self._lag_lister: OffsetLister | None = None
         self.progress = ProgressListener(
             lambda name: name in self._batch_functions, self._records_of, window_s
         )
@@ -254,10 +255,12 @@ class SparkRunner:
         """Kafka Streams' metrics of this application's queries (kspark/runtime/spark/metrics.py)."""
         queries = self.progress.snapshot()
         out = thread_metrics(queries, self.progress.window_s)
-        lister = OffsetLister(
-            ",".join(self.config.bootstrap_servers()),
-            settings=librdkafka_security(self.config.originals(), "admin"),
-        )
+        if self._lag_lister is None:  # one admin client for every call (a status line asks often)
+            self._lag_lister = OffsetLister(
+                ",".join(self.config.bootstrap_servers()),
+                settings=librdkafka_security(self.config.originals(), "admin"),
+            )
+        lister = self._lag_lister
         ends = {name: m.ends for name, m in queries.items() if m.ends}
         out.update(lag_metrics(ends, lambda tps: lister.offsets(tps, latest=True)))
         alive = sum(1 for q in list(self.queries) if q.isActive)
@@ -724,6 +727,7 @@ class SparkRunner:
                 errors.append(e)
         self.queries.clear()
         self._batch_functions.clear()
+        self._lag_lister = None  # its admin client goes with it, before the cluster may
         try:
             self.progress.detach(self.spark)
         except Exception as e:  # the session may be gone already; nothing listens any more either way
