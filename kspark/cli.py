@@ -1,8 +1,9 @@
 """The ``kspark`` command line.
 
 ``kspark demo`` runs the pageviews demo; ``kspark run APP.py`` and ``kspark
-describe APP.py`` load an application module; ``kspark dev-kafka`` runs a
-local broker; ``kspark fetch-jars`` fills the JVM jar cache ahead of time.
+describe APP.py`` load an application module (``describe --format svg|png|html``
+draws it, :mod:`kspark.tools.picture`); ``kspark dev-kafka`` runs a local
+broker; ``kspark fetch-jars`` fills the JVM jar cache ahead of time.
 
 An application module defines ``topology`` (a :class:`kspark.Topology`, or a
 zero-argument function returning one) and ``config`` (a dict, or a function
@@ -167,11 +168,41 @@ def _cmd_fetch_jars(args: argparse.Namespace) -> int:
 
 def _cmd_describe(args: argparse.Namespace) -> int:
     topology, config = load_app(args.app)
-    print(topology.describe())
-    if args.spark:
-        from kspark.runtime.spark.plan import physical_plan
+    if args.format == "text":
+        text = str(topology.describe())
+        if args.spark:
+            from kspark.runtime.spark.plan import physical_plan
 
-        print(physical_plan(topology, config, _partitions(config) if args.partitions else None))
+            partitions = _partitions(config) if args.partitions else None
+            text += "\n" + str(physical_plan(topology, config, partitions))
+        if args.output is None:
+            print(text)
+        else:
+            Path(args.output).write_text(text + "\n")
+            print(f"kspark: wrote {args.output}", file=sys.stderr)
+        return 0
+    return _describe_picture(args, topology, config)
+
+
+def _describe_picture(args: argparse.Namespace, topology: Any, config: dict[str, Any]) -> int:
+    """``describe --format svg|png|html``: the picture, always with the Spark plan's stages."""
+    from kspark.processor.topology import Topology
+    from kspark.runtime.spark.plan import physical_plan
+    from kspark.tools.picture import render
+
+    if not isinstance(topology, Topology):
+        raise AppError(f"`topology` in {args.app} is a {type(topology).__name__}, not a kspark Topology")
+    # Checked before the plan is made: a refusal should not wait for a cluster's partition counts.
+    if args.output is None and args.format == "png" and sys.stdout.isatty():
+        raise AppError("a PNG is not for a terminal: give --output FILE, or redirect the output")
+    plan = physical_plan(topology, config, _partitions(config) if args.partitions else None)
+    picture = render(topology, args.format, plan)
+    if args.output is None:
+        sys.stdout.buffer.write(picture)
+        sys.stdout.flush()
+    else:
+        Path(args.output).write_bytes(picture)
+        print(f"kspark: wrote {args.output} ({len(picture):,} bytes)", file=sys.stderr)
     return 0
 
 
@@ -304,19 +335,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     p.set_defaults(func=_cmd_reset)
 
-    p = sub.add_parser("describe", help="print an application's topology (and its Spark plan)")
+    p = sub.add_parser(
+        "describe", help="print an application's topology (and its Spark plan), or draw it (--format)"
+    )
     p.add_argument("app", metavar="APP.py")
     p.add_argument(
         "--spark",
         action="store_true",
         help="also print the physical plan on Spark: queries, stages, and why each optimisation "
-        "applied or not",
+        "applied or not (a picture always shows it)",
     )
     p.add_argument(
         "--partitions",
         action="store_true",
-        help="with --spark: read the topics' partition counts from the application's "
+        help="with --spark or a picture: read the topics' partition counts from the application's "
         "bootstrap.servers, for task counts and caps",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "svg", "png", "html"),
+        default="text",
+        help="text (default): Kafka Streams' describe() layout; svg, png, html: a picture of the "
+        "sub-topologies, processors, stores and topics, each sub-topology marked with how the Spark "
+        "runner runs it (native, fused, engine); html is one self-contained page with the SVG inline",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write to FILE instead of standard output (a PNG goes to standard output only when "
+        "it is not a terminal: redirect it or give FILE)",
     )
     p.set_defaults(func=_cmd_describe)
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreException, StreamsException
 from kspark.metrics import MetricName
+from kspark.processor.internals.partitioning import default_partition
+from kspark.query import HostInfo, KeyQueryMetadata, StoreQueryParameters, StreamsMetadata, TopicPartition
 from kspark.runtime.kafka_clients import check_client_settings
 from kspark.runtime.spark.settings import RunnerSettings
 
@@ -31,7 +33,9 @@ if TYPE_CHECKING:
 
     from kspark.processor.topology import Topology
     from kspark.runtime.prometheus import MetricsEndpoint
+    from kspark.runtime.query_server import QueryServer
     from kspark.runtime.spark.plan import PhysicalPlan
+    from kspark.runtime.spark.replica import StoreReplicas
     from kspark.runtime.spark.runner import SparkRunner
 
 __all__ = ["KafkaStreams", "StreamsUncaughtExceptionHandler"]
@@ -104,6 +108,7 @@ class KafkaStreams:
         self._monitor: threading.Thread | None = None
         self._stop_monitor = threading.Event()
         self._metrics_endpoint: MetricsEndpoint | None = None
+        self._query_server: QueryServer | None = None
 
     # ------------------------------------------------------------------ state
     def state(self) -> _State:
@@ -153,6 +158,14 @@ class KafkaStreams:
 
             self._metrics_endpoint = MetricsEndpoint(port, self._config.application_id(), self.metrics)
 
+    def _ensure_query_server(self) -> None:
+        """The HTTP endpoint of interactive queries, on ``application.server`` when it is set."""
+        server = self._config.application_server()
+        if server and self._query_server is None:
+            from kspark.runtime.query_server import QueryServer
+
+            self._query_server = QueryServer(self, HostInfo.parse(server))
+
     def metrics(self) -> dict[MetricName, float]:
         """Kafka Streams' metrics of the running application, by ``MetricName`` (name, group, tags):
         per Spark query (a Kafka Streams thread here) processed records, commits and their
@@ -168,6 +181,7 @@ class KafkaStreams:
         try:
             self._ensure_runner()
             self._ensure_metrics_endpoint()
+            self._ensure_query_server()
             self._ensure_runner().start()
         except BaseException:
             self._fail()
@@ -187,6 +201,7 @@ class KafkaStreams:
         try:
             self._ensure_runner()
             self._ensure_metrics_endpoint()
+            self._ensure_query_server()
             count = self._ensure_runner().process_available()
         except BaseException as e:
             self._handle_failure(e, can_replace=False)
@@ -240,6 +255,7 @@ class KafkaStreams:
         """
         if self._state in (_State.NOT_RUNNING, _State.ERROR):
             self._close_metrics_endpoint()  # kept open after a failure, for whoever investigates
+            self._close_query_server()
             return True
         self._stop_monitor.set()
         self._set_state(_State.PENDING_SHUTDOWN)
@@ -252,6 +268,9 @@ class KafkaStreams:
             self._monitor.join(seconds)
             in_time = in_time and not self._monitor.is_alive()
         self._close_metrics_endpoint()
+        if self._runner is not None:
+            self._runner.close_replicas()
+        self._close_query_server()  # after the replicas: a read still waiting fails at once (409)
         self._set_state(_State.NOT_RUNNING)
         return in_time
 
@@ -259,6 +278,11 @@ class KafkaStreams:
         if self._metrics_endpoint is not None:
             self._metrics_endpoint.close()
             self._metrics_endpoint = None
+
+    def _close_query_server(self) -> None:
+        if self._query_server is not None:
+            self._query_server.close()
+            self._query_server = None
 
     def cleanup(self) -> None:
         """Delete this application's local state (checkpoints); only while not running."""
@@ -278,15 +302,64 @@ class KafkaStreams:
         return physical_plan(self._topology, self._config)
 
     # ------------------------------------------------------------------ queries
-    def store(self, name: str, store_type: Any = None) -> Any:
-        """Interactive queries are not available on the Spark runner yet."""
-        if not self._state.is_running_or_rebalancing():
+    def store(self, params: StoreQueryParameters | str, store_type: Any = None) -> Any:
+        """A read-only view of a store (``StoreQueryParameters``, or a name and a
+        ``QueryableStoreTypes`` type), read from the driver's replica of it
+        (kspark/runtime/spark/replica.py): every call sees the state as of one committed
+        micro-batch; ``view.position()`` says which. A position bound in ``params`` waits for
+        the store to reach it (``with_position_bound``)."""
+        if isinstance(params, str):
+            params = StoreQueryParameters.from_name_and_type(params, store_type)
+        return self._replicas(params.store_name).view(params)
+
+    def _replicas(self, name: str) -> StoreReplicas:
+        if not self._state.is_running_or_rebalancing() or self._runner is None:
             raise InvalidStateStoreException(
                 f"Cannot get state store {name} because the stream thread is {self._state.value}, not RUNNING"
             )
-        raise InvalidStateStoreException(
-            f"Cannot query store {name}: interactive queries on the Spark runner are not implemented yet"
-        )
+        replicas = self._runner.replicas
+        if replicas is None:
+            raise InvalidStateStoreException(
+                f"Cannot get state store {name}: the application is still starting"
+            )
+        return replicas
+
+    def _host(self) -> HostInfo:
+        server = self._config.application_server()
+        return HostInfo.parse(server) if server else HostInfo.unavailable()
+
+    def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
+        """Every instance of the application: here, this one (a Spark application is one
+        client; its driver answers for every task), with its queryable stores and input
+        partitions. Empty before it runs."""
+        if self._runner is None or self._runner.replicas is None:
+            return []
+        replicas = self._runner.replicas
+        plan = self._runner.plan()
+        partitions = [
+            TopicPartition(t, p)
+            for q in plan.queries
+            for t in q.source_topics
+            for p in range((plan.partitions or {}).get(t, 0))
+        ]
+        return [StreamsMetadata.of(self._host(), replicas.homes, partitions)]
+
+    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """The instances that hold ``store_name``: this one, or none for a store it does not have."""
+        return [m for m in self.metadata_for_all_streams_clients() if store_name in m.state_store_names]
+
+    def query_metadata_for_key(self, store_name: str, key: Any, key_serializer: Any) -> KeyQueryMetadata:
+        """Where ``key`` of ``store_name`` lives: this instance, and the key's partition under Kafka's
+        default partitioner (a serializer, or a serde, for the key)."""
+        if self._runner is None or self._runner.replicas is None:
+            return KeyQueryMetadata.NOT_AVAILABLE
+        home = self._runner.replicas.homes.get(store_name)
+        if home is None:
+            return KeyQueryMetadata.NOT_AVAILABLE
+        serializer = key_serializer.serializer() if hasattr(key_serializer, "serializer") else key_serializer
+        data = serializer.serialize(home.changelog, key)
+        partition = default_partition(data, home.tasks)
+        return KeyQueryMetadata(self._host(), frozenset(), partition)
 
     def __enter__(self) -> KafkaStreams:
         return self

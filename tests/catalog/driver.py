@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kspark.dev.partitioning import default_partition
 from kspark.kstream.windowed import Windowed
+from kspark.processor.internals.partitioning import default_partition
 from kspark.testing import TopologyTestDriver
 
 from .model import Scenario, serde

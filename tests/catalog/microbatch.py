@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kspark.config import StreamsConfig
-from kspark.dev.partitioning import default_partition
 from kspark.processor.internals.global_task import GlobalStateTask
+from kspark.processor.internals.partitioning import default_partition
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
 

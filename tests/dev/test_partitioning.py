@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kspark.dev.partitioning import default_partition, murmur2
+from kspark.processor.internals.partitioning import default_partition, murmur2
 
 
 def test_murmur2_matches_kafka_utils_test_vectors() -> None:

@@ -79,7 +79,7 @@ from kspark.processor.api import Headers, Record
 from kspark.processor.internals.builder import InternalTopologyBuilder
 from kspark.processor.internals.exception_handlers import LogAndFailExceptionHandler
 from kspark.processor.internals.fused import FusedChain
-from kspark.processor.internals.records import ProcessorRecordContext
+from kspark.processor.internals.records import OutputRecord, ProcessorRecordContext
 from kspark.processor.internals.timestamp_extractors import (
     FailOnInvalidTimestamp,
     LogAndSkipOnInvalidTimestamp,
@@ -171,6 +171,20 @@ class NativeCount:
     def column(self) -> str:
         """The aggregation's result column (:func:`count_plan`)."""
         return "count" if self.reduce is None else "aggregate"
+
+    def changelog(self, spec: Any) -> str | None:
+        """The changelog topic of the count's store, which this stage writes as the engine's
+        store would (what interactive queries read: replica.py); None when its logging is off."""
+        builder = spec.topology.internal_builder
+        (store,) = builder.node_stores(self.aggregate)
+        if not builder.store_builder(store).logging_enabled():
+            return None
+        return f"{spec.config['application.id']}-{store}-changelog"
+
+    def changelog_value(self, value: int) -> bytes:
+        """An aggregate as its store's value serde writes it: a count is a Long; a reduce's
+        values are Long or Integer (the only ones lowered)."""
+        return value.to_bytes(8 if self.reduce is None else self.reduce.size, "big", signed=True)
 
     def tail(self, task: Any) -> Tail:
         """Runs what follows the count in ``task`` for one count it forwards: fused when it is a
@@ -535,6 +549,8 @@ class CountTail:
         commits: dict[int, TaskCommit] = {}
         reader = HeaderReader.of_application(self.spec.config)
         topic = self.topic
+        changelog = self.native.changelog(self.spec)
+        changelog_value = self.native.changelog_value
         tails: dict[int, Tail] = {}
         check = self._range_check()
         try:
@@ -576,7 +592,10 @@ class CountTail:
                     if check is not None:
                         check(topic, value)
                     self.native.forward(tail, key, value, ts, topic, partition, offset, headers)
-                    commit.send(task.drain_output())
+                    out = task.drain_output()
+                    if changelog is not None:
+                        out.append(OutputRecord(changelog, partition, key, changelog_value(value), ts))
+                    commit.send(out)
             written = sum(commit.commit() for commit in commits.values())
         except BaseException:
             for commit in commits.values():

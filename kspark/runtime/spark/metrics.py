@@ -86,6 +86,8 @@ class ProgressListener:
         self.queries: dict[str, QueryMetrics] = {}
         self.lock = threading.Lock()
         self._listener: Any = None
+        # Told of every committed batch of a watched query: (query, batch id, where it ended).
+        self.on_commit: Callable[[str, int, dict[tuple[str, int], int]], None] | None = None
 
     def on_progress(
         self, name: str, batch_id: int, rows: int, latency_ms: float, ends: dict[tuple[str, int], int]
@@ -99,6 +101,8 @@ class ProgressListener:
             metrics.add(time.monotonic(), records, latency_ms, written, self.window_s)
             if ends:
                 metrics.ends = ends
+        if self.on_commit is not None:
+            self.on_commit(name, batch_id, ends)
 
     def attach(self, spark: Any) -> None:
         """Register with ``spark``'s streaming query manager (once)."""

@@ -22,6 +22,7 @@ executors; what reaches the driver per batch is one count per Spark task.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -54,6 +55,13 @@ from kspark.runtime.spark.kafka_io import (
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
 from kspark.runtime.spark.metrics import CLIENT_GROUP, ProgressListener, lag_metrics, thread_metrics
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
+from kspark.runtime.spark.replica import (
+    CommittedBatch,
+    StoreReplicas,
+    create_changelog_topics,
+    position_of,
+    store_homes,
+)
 from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import (
@@ -69,6 +77,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from kspark.processor.internals.task import StreamTask
     from kspark.processor.topology import Topology
 
 __all__ = [
@@ -172,9 +181,13 @@ class _RunBatch:
         on_batch: Callable[[int, int], None] | None,
         tail: Any = None,
         stopping: threading.Event | None = None,
+        after_collect: Callable[[int], None] | None = None,
     ) -> None:
         self.on_batch = on_batch
         self.tail = tail
+        # Called with the batch id once its tasks have returned (their writes are in Kafka),
+        # before Spark commits it: where the query's changelogs end (replica.py).
+        self.after_collect = after_collect
         self.stopping = stopping if stopping is not None else threading.Event()
         self.idle = threading.Event()
         self.idle.set()
@@ -194,6 +207,8 @@ class _RunBatch:
                 if self.stopping.is_set():
                     raise _StoppedDuringBatch(_STOPPED_MESSAGE.format(batch_id=batch_id)) from None
                 raise
+            if self.after_collect is not None:
+                self.after_collect(batch_id)
             written = sum(int(r["written"]) for r in rows)
             self.batch_written[batch_id] = written
             for old in [b for b in self.batch_written if b < batch_id - 100]:
@@ -242,6 +257,11 @@ class SparkRunner:
         self.progress = ProgressListener(
             lambda name: name in self._batch_functions, self._records_of, window_s
         )
+        # Interactive queries (replica.py): made once the plan is known, started on first use.
+        self.replicas: StoreReplicas | None = None
+        self._changelog_ends: dict[tuple[str, int], dict[tuple[str, int], int]] = {}
+        self._changelog_lister: OffsetLister | None = None
+        self.progress.on_commit = self._on_commit
 
     # ------------------------------------------------------------------ metrics
     def _records_of(self, query: str, batch_id: int) -> tuple[int | None, int]:
@@ -335,6 +355,23 @@ class SparkRunner:
         self.physical = None
         plan = self.plan()
         self._check_checkpoints(plan)
+        homes, refused = store_homes(plan, self.builder, self.config.application_id())
+        create_changelog_topics(
+            settings,
+            homes,
+            self.builder,
+            existing,
+            int(self.config["windowstore.changelog.additional.retention.ms"]),
+        )
+        if self.replicas is None:
+            self.replicas = StoreReplicas(
+                homes,
+                refused,
+                self._replica_task,
+                librdkafka_client(self.config.originals(), "consumer"),
+                # Beside the checkpoints, not among them (_check_checkpoints); cleanup() deletes it.
+                os.path.join(self.config.state_dir(), self.config.application_id(), "store-replicas.json"),
+            )
         return plan
 
     def _check_checkpoints(self, plan: PhysicalPlan) -> None:
@@ -564,6 +601,62 @@ class SparkRunner:
     def _on_batch(self, batch_id: int, written: int) -> None:
         self.records_written += written
 
+    # ------------------------------------------------------------------ interactive queries
+    def _changelog_ends_of(self, query: QueryPlan) -> Callable[[int], None] | None:
+        """What records where a batch of ``query`` left its stores' changelogs (None: it has no
+        queryable store). Listed right after the batch's tasks returned: no other batch of the
+        query writes to them then, so the ends are the batch's own."""
+        replicas = self.replicas
+        if replicas is None:
+            return None
+        partitions = [
+            (home.changelog, p)
+            for home in replicas.homes.values()
+            if home.query == query.name
+            for p in range(home.tasks)
+        ]
+        if not partitions:
+            return None
+
+        def record(batch_id: int) -> None:
+            if self._changelog_lister is None:
+                self._changelog_lister = OffsetLister(
+                    ",".join(self.config.bootstrap_servers()),
+                    settings=librdkafka_security(self.config.originals(), "admin"),
+                )
+            ends = self._changelog_lister.offsets(partitions, latest=True)
+            self._changelog_ends[(query.name, batch_id)] = ends
+
+        return record
+
+    def _on_commit(self, query: str, batch_id: int, ends: dict[tuple[str, int], int]) -> None:
+        """Spark committed ``batch_id`` of ``query``: the replicas may show it."""
+        changelog = self._changelog_ends.pop((query, batch_id), None)
+        for old in [k for k in self._changelog_ends if k[0] == query and k[1] < batch_id]:
+            del self._changelog_ends[old]
+        if changelog is not None and self.replicas is not None:
+            self.replicas.committed(CommittedBatch(query, batch_id, changelog, position_of(ends)))
+
+    def _replica_task(self, subtopology: int, partition: int) -> StreamTask:
+        """A task whose stores a replica fills: never run, and without record caches (a cache
+        would keep what a read pulled through it, and miss the restores below it)."""
+        spec = self._spec(subtopology, False, False)
+        uncached = dataclasses.replace(spec, config={**spec.config, "statestore.cache.max.bytes": 0})
+        return uncached.build_task(partition)
+
+    def await_replicas(self, timeout_s: float = 30.0) -> None:
+        """Wait until Spark's progress of every batch run so far reached the replicas (its events
+        come on Spark's listener thread, after ``process_available``'s queries ended)."""
+        replicas = self.replicas
+        if replicas is None:
+            return
+        done = {name: f.last_done for name, f in self._batch_functions.items() if f.last_done >= 0}
+        replicas.await_committed(done, timeout_s)
+
+    def close_replicas(self) -> None:
+        if self.replicas is not None:
+            self.replicas.close()
+
     def start_query(self, query: QueryPlan, *, available_now: bool) -> StreamingQuery:
         if self.settings.max_offsets_per_trigger is not None and query.max_offsets_per_trigger is None:
             _log.warning("spark.kspark.maxOffsetsPerTrigger is ignored for %s: %s", query.name, query.cap)
@@ -572,7 +665,7 @@ class SparkRunner:
             self.progress.attach(self.spark)
         except Exception as e:  # a session without Python listeners: the application runs, unmeasured
             _log.warning("no streaming query listener, so metrics() reports no batches: %s", e)
-        run_batch = _RunBatch(self._on_batch, tail, self._stopping)
+        run_batch = _RunBatch(self._on_batch, tail, self._stopping, self._changelog_ends_of(query))
         self._batch_functions[query.name] = run_batch
         writer = (
             stage.writeStream.queryName(query.name)
@@ -619,6 +712,7 @@ class SparkRunner:
                     due |= {q.name for q in order if _feeds(query_plan, q, global_topics)}
             if not due:
                 break
+        self.await_replicas()
         return total
 
     def _run_available(self, query_plan: QueryPlan) -> int:

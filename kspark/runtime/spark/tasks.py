@@ -652,15 +652,16 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 def _split_changelog(
     spec: TopologySpec, outputs: list[OutputRecord]
 ) -> tuple[list[OutputRecord], list[_Entry]]:
-    """(records meant for Kafka, changelog entries (store, key, value, timestamp))."""
+    """(records for Kafka, changelog entries (store, key, value, timestamp)). Changelog records
+    go to Kafka too, to the stores' changelog topics (the replicas interactive queries read,
+    replica.py), and into the task's state, which restores a task rebuilt elsewhere."""
     emitted: list[OutputRecord] = []
     changelog: list[_Entry] = []
     stores = spec.changelog_topics
     for rec in outputs:
+        emitted.append(rec)
         store = stores.get(rec.topic)
-        if store is None:
-            emitted.append(rec)
-        elif rec.key is not None:
+        if store is not None and rec.key is not None:
             changelog.append((store, rec.key, rec.value, rec.timestamp))
     return emitted, changelog
 

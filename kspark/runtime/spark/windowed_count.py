@@ -58,6 +58,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.windowed import TimeWindow
+from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.spark.kafka_io import HeaderReader
 from kspark.runtime.spark.shuffle import task_of
 from kspark.runtime.spark.tasks import (
@@ -75,6 +76,7 @@ from kspark.runtime.spark.tasks import (
     stateful_processor_base,
     task_state,
 )
+from kspark.serde.windowed import window_store_key_to_binary
 from kspark.state.internals.cache import ENTRY_OVERHEAD_BYTES, configured_cache_max_bytes
 
 if TYPE_CHECKING:
@@ -291,6 +293,10 @@ class _Batch:
         wanted = [offset for offset, _, _, has_headers in self.pending.values() if has_headers]
         headers_of = self.headers.read(stage.topic, self.partition, wanted) if wanted else {}
         forward = stage.native.windowed_forwarder(self.tail, stage.topic, self.partition)
+        # Every changed window to the store's changelog topic too, as the engine's window store
+        # logs it (key + start + sequence number 0, the plain count, the count's timestamp).
+        changelog_topic = stage.native.changelog(stage.spec)
+        logged: list[OutputRecord] = []
         # A window closed by now takes no more records and a restore would forget it at once
         # (_forget_closed): only open ones go to the changelog state. In W3 that is nearly all
         # of a batch's windows, pickled and unpickled for nothing (~10% of its Python time).
@@ -307,9 +313,22 @@ class _Batch:
             forward(
                 key, window, count, ts, record_ts, offset, headers_of.get(offset) if has_headers else None
             )
+            if changelog_topic is not None:
+                logged.append(
+                    OutputRecord(
+                        changelog_topic,
+                        self.partition,
+                        window_store_key_to_binary(key, start, 0),
+                        count.to_bytes(8, "big", signed=True),
+                        ts,
+                    )
+                )
             if n % 1000 == 0:
                 self.sender.send(task.drain_output())
+                self.sender.send(logged)
+                logged = []
         self.sender.send(task.drain_output())
+        self.sender.send(logged)
         self.pending.clear()
         self.pending_bytes = 0
         stage._forget_closed(self.counts, self.stream_time)

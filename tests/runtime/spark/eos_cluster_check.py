@@ -8,7 +8,8 @@ application (eos_app.py's topologies, its engine step slowed down so that a
 micro-batch takes seconds) processes it with ``process_available()`` while a
 thread kills one executor JVM with SIGKILL once the batch is running. Spark
 runs the lost tasks again on an executor that lives; their transactions fence
-the killed attempts'. Prints ``KILLED <pid>`` and ``DONE`` and exits 0.
+the killed attempts'. Then it reads every store through interactive queries.
+Prints ``KILLED <pid>``, ``STORES <json>`` and ``DONE`` and exits 0.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import threading
 import time
 
 from kspark import KafkaStreams
+from kspark.errors import InvalidStateStoreException
+from kspark.state import QueryableStoreTypes
 from tests.runtime.spark import eos_app
 
 
@@ -64,12 +67,28 @@ def main(argv: list[str]) -> int:
     threading.Thread(target=_kill_one_executor_when_busy, args=(done,), daemon=True).start()
     try:
         app.process_available()
+        # Interactive queries on the cluster: every store as the driver's replica has it, for the
+        # test to check against the input (the state lived on executors, one of them killed).
+        print("STORES " + json.dumps(store_contents(app)), flush=True)
     finally:
         done.set()
         app.close()
         spark.stop()
     print("DONE", flush=True)
     return 0
+
+
+def store_contents(app: KafkaStreams) -> dict[str, dict[str, int]]:
+    """Each queryable store's entries: key-value stores by key, window stores by ``key@start``."""
+    out: dict[str, dict[str, int]] = {}
+    for name in sorted(app.metadata_for_all_streams_clients()[0].state_store_names):
+        try:
+            view = app.store(name, QueryableStoreTypes.key_value_store())
+            out[name] = {str(kv.key): kv.value for kv in view.all()}
+        except InvalidStateStoreException:  # not a key-value store
+            view = app.store(name, QueryableStoreTypes.window_store())
+            out[name] = {f"{kv.key.key}@{kv.key.window.start}": kv.value for kv in view.all()}
+    return out
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ from confluent_kafka import Producer, TopicPartition
 
 from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder, Topology
 from kspark.dev.kafka import LocalKafka
-from kspark.dev.partitioning import default_partition
 from kspark.errors import ConfigException, StreamsException
+from kspark.processor.internals.partitioning import default_partition
 from kspark.runtime.spark.direct_source import rate_limit
 from kspark.runtime.spark.plan import Stage
 from kspark.runtime.spark.runner import SparkRunner

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from kspark import KafkaStreams
 from kspark.dev.kafka import LocalKafka
 from tests.runtime.spark import eos_app
+from tests.runtime.spark.eos_app import WINDOW_MS, region_of
 from tests.runtime.spark.eos_checks import Input, check
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -132,6 +134,14 @@ def test_an_executor_killed_mid_batch_on_a_cluster_still_writes_once(
     assert "KILLED" in proc.stdout, "no executor was killed during the batch"
     result = check(kafka, topics, producer.sent)
     print(result)
+    # The stores, read through interactive queries on the cluster, equal what the input makes.
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("STORES ")]
+    stores = json.loads(line.removeprefix("STORES "))
+    per_user = Counter(user for user, _, _ in producer.sent)
+    per_window = Counter(f"{region_of(user)}@{ts - ts % WINDOW_MS}" for user, _, ts in producer.sent)
+    assert stores["seen"] == dict(per_user), "the Processor API store"
+    assert sum(1 for s in stores.values() if s == dict(per_user)) == 2, "seen and the count's store"
+    assert dict(per_window) in stores.values(), "the windowed count's store"
     assert result["copy_lost"] == 0 and result["copy_duplicates"] == 0, result
     assert result["counts_exact"] and result["counts_strictly_increase"], result
     assert (

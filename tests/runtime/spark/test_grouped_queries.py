@@ -17,7 +17,7 @@ import pytest
 
 from kspark import Consumed, Grouped, KafkaStreams, Materialized, Produced, StreamsBuilder, Topology
 from kspark.dev.kafka import LocalKafka
-from kspark.dev.partitioning import default_partition
+from kspark.processor.internals.partitioning import default_partition
 from kspark.runtime.spark.plan import Stage
 from kspark.runtime.spark.runner import PlanChangedException
 from kspark.serde import Serdes

@@ -21,10 +21,10 @@ import pytest
 
 from kspark import Consumed, Grouped, KafkaStreams, KeyValue, Materialized, Produced, StreamsBuilder, Topology
 from kspark.dev.kafka import KafkaRecord, LocalKafka
-from kspark.dev.partitioning import default_partition
 from kspark.errors import ConfigException, InvalidStateStoreException, StreamsException
 from kspark.kafka_streams import StreamsUncaughtExceptionHandler
 from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
+from kspark.processor.internals.partitioning import default_partition
 from kspark.serde import Serdes
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver

@@ -29,6 +29,7 @@ from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TopologySpec
 from kspark.runtime.spark.windowed_count import WindowedCountStage
 from kspark.serde import Serdes
+from kspark.serde.windowed import window_store_key_parts
 from kspark.testing import TopologyTestDriver
 
 S, L = Serdes.String(), Serdes.Long()
@@ -93,7 +94,25 @@ def _decoded(records: list[OutputRecord]) -> dict[Any, tuple[int, int, list[Any]
             list(r.headers),
         )
         for r in records
+        if r.topic == "out"
     }
+
+
+def _logged(records: list[OutputRecord]) -> dict[Any, tuple[int, int]]:
+    """key@start -> (count, timestamp) of the last changelog record per window: what the stage
+    wrote to its store's changelog topic (as the engine's window store logs: key + start +
+    sequence number 0, the plain count)."""
+    out = {}
+    for r in records:
+        if r.topic.endswith("-changelog"):
+            assert r.key is not None and r.value is not None and r.partition == 0
+            key, start, seqnum = window_store_key_parts(r.key)
+            assert seqnum == 0
+            out[f"[{key.decode()}@{start}/{start + SIZE}]"] = (
+                L.deserializer().deserialize("", r.value),
+                r.timestamp,
+            )
+    return out
 
 
 class _Run:
@@ -154,7 +173,9 @@ class _Run:
         (written,) = list(self.stage.handleInputRows((task_grouping_key(0, 1),), iter(frames), None))
         assert int(written["written"][0]) == len(_Sent.records)
         assert all(_Headers.held[o] for o in _Headers.asked)  # never read for a record without
-        return _decoded(_Sent.records), expected
+        forwarded = _decoded(_Sent.records)
+        assert _logged(_Sent.records) == {k: (count, ts) for k, (count, ts, _) in forwarded.items()}
+        return forwarded, expected
 
 
 def _cut(records: list[tuple[str | None, int]], cuts: list[int]) -> list[list[tuple[str | None, int]]]:

@@ -1,0 +1,257 @@
+"""Interactive queries (issue 20): what the changelog topics cost W2, and reads while W2 runs.
+
+    python -m bench.interactive_queries --records 10000000 --base REV --json bench/results/iq-COMMIT.json
+
+One :class:`kspark.dev.LocalKafka`, two parts:
+
+1. **The changelog's cost.** W2 (a count over 10,000 keys, ``bench.run``'s
+   harness and measure) on the same pre-loaded input, alternately with
+   kspark at ``--base`` (a revision before stores wrote changelog topics)
+   and at ``--kspark-rev`` (default HEAD), ``--rounds`` times each.
+2. **Reads under load.** A count whose store holds ``--keys`` keys (the
+   input's first ``--keys`` records have one key each, the rest are drawn
+   uniformly from them) runs in this process with ``application.server``
+   set and ``spark.kspark.maxOffsetsPerTrigger`` capping it at half of W2's
+   rate from part 1. Once the store holds every key, for ``--seconds``:
+   point lookups of random keys through Python (``store(...).get``) and
+   through HTTP (``GET /state/keyvalue/counts/{key}``, one kept-alive
+   connection), each from its own thread at ``--lookup-rate``, timed one
+   by one; the replica's freshness (a batch's commit seen -> readable); the
+   rate the count really processed at (the store's position over time).
+
+Part 2 runs the working tree's kspark (this process imports it). Results
+go to ``--json`` and a summary is printed with the issue's targets: Python
+p99 < 1 ms, HTTP p99 < 5 ms, W2 with the changelog within 10% of before,
+freshness p99 under one trigger interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from bench.run import SYSTEMS, add_common_args, export_kspark, preload, run_system
+from kspark.dev.kafka import LocalKafka
+
+TRIGGER_MS = 1000
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {}
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+    return {"n": len(ordered), "p50": at(0.50), "p99": at(0.99), "max": round(ordered[-1], 3)}
+
+
+def changelog_cost(kafka: LocalKafka, args: argparse.Namespace) -> dict[str, Any]:
+    """Part 1: W2's rate at ``--base`` and at ``--kspark-rev``, alternately."""
+    topic = f"input-{args.records}"
+    preload(kafka, topic, args.records, args.partitions)
+    sources = {args.base: export_kspark(args.base), args.kspark_rev: export_kspark(args.kspark_rev)}
+    rates: dict[str, list[float]] = {rev: [] for rev in sources}
+    for _ in range(args.rounds):
+        for rev, src in sources.items():
+            args.kspark_src = src
+            result = run_system(kafka, SYSTEMS["kspark"], "W2", args.records, topic, args)
+            if not result.ok or result.rate is None:
+                raise RuntimeError(f"W2 at {rev} failed: {result.verdict}")
+            rates[rev].append(result.rate)
+            print(f"W2 kspark {rev}: {result.rate:,.0f} rec/s", flush=True)
+    base, new = (statistics.median(rates[r]) for r in (args.base, args.kspark_rev))
+    return {"rates": rates, "base_median": base, "new_median": new, "ratio": new / base}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _load_keys(kafka: LocalKafka, topic: str, keys: int, more: int, partitions: int) -> dict[int, int]:
+    """``keys`` records of distinct keys, then ``more`` of keys drawn from them; the offset of the
+    last distinct-key record per partition."""
+    from kspark.processor.internals.partitioning import default_partition
+
+    kafka.create_topic(topic, partitions)
+    producer = Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "enable.idempotence": True,
+            "partitioner": "murmur2_random",
+        }
+    )
+    last: dict[int, int] = {}
+    counts = [0] * partitions
+    rng = random.Random(7)
+    for i in range(keys + more):
+        key = f"u{i if i < keys else rng.randrange(keys):07d}".encode()
+        if i < keys:
+            p = default_partition(key, partitions)
+            last[p] = counts[p]
+            counts[p] += 1
+        while True:
+            try:
+                producer.produce(topic, key=key, value=b"x", timestamp=1 + i)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(300):
+        raise RuntimeError(f"loading {topic} did not finish")
+    return last
+
+
+def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float) -> dict[str, Any]:
+    """Part 2: point lookups through Python and HTTP while a count over ``--keys`` keys runs."""
+    import httpx
+
+    from kspark import Consumed, KafkaStreams, Materialized, Produced, StreamsBuilder
+    from kspark.query import Position, PositionBound, StoreQueryParameters
+    from kspark.serde import Serdes
+    from kspark.state import QueryableStoreTypes
+
+    rate = w2_rate / 2
+    topic, out = "iq-input", "iq-output"
+    more = int(rate * (args.seconds + 120))  # enough to run at that rate through the measurement
+    last = _load_keys(kafka, topic, args.keys, more, args.partitions)
+    kafka.create_topic(out, args.partitions)
+    b = StreamsBuilder()
+    (
+        b.stream(topic, Consumed.with_(Serdes.String(), Serdes.ByteArray()))
+        .group_by_key()
+        .count(Materialized.as_("counts"))
+        .to_stream()
+        .to(out, Produced.with_(Serdes.String(), Serdes.Long()))
+    )
+    port = _free_port()
+    config = {
+        "application.id": "bench-iq",
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "state.dir": tempfile.mkdtemp(prefix="bench-iq-"),
+        "commit.interval.ms": TRIGGER_MS,
+        "application.server": f"127.0.0.1:{port}",
+        "spark.master": f"local[{args.partitions}]",
+        "spark.kspark.maxOffsetsPerTrigger": str(max(1, int(rate * TRIGGER_MS / 1000))),
+    }
+    app = KafkaStreams(b.build(), config)
+    app.start()
+    try:
+        all_keys = PositionBound.at(Position.from_map({topic: last}))
+        params = StoreQueryParameters.from_name_and_type("counts", QueryableStoreTypes.key_value_store())
+        started = time.monotonic()
+        view = app.store(params.with_position_bound(all_keys, timeout=1800))
+        loaded_s = time.monotonic() - started
+        entries = view.approximate_num_entries()
+        replicas = app._runner.replicas  # type: ignore[union-attr]
+        assert replicas is not None
+        replicas.freshness_ms.clear()
+        position_before = sum(view.position().get_partition_positions(topic).values())
+        stop = threading.Event()
+        python_ms: list[float] = []
+        http_ms: list[float] = []
+        errors: list[str] = []
+
+        def python_reader() -> None:
+            rng = random.Random(1)
+            while not stop.is_set():
+                key = f"u{rng.randrange(args.keys):07d}"
+                t0 = time.perf_counter()
+                value = view.get(key)
+                python_ms.append((time.perf_counter() - t0) * 1000)
+                if value is None:
+                    errors.append(f"python: {key} missing")
+                time.sleep(1 / args.lookup_rate)
+
+        def http_reader() -> None:
+            rng = random.Random(2)
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+                while not stop.is_set():
+                    key = f"u{rng.randrange(args.keys):07d}"
+                    t0 = time.perf_counter()
+                    r = client.get(f"/state/keyvalue/counts/{key}")
+                    http_ms.append((time.perf_counter() - t0) * 1000)
+                    if r.status_code != 200:
+                        errors.append(f"http: {key} {r.status_code}")
+                    time.sleep(1 / args.lookup_rate)
+
+        threads = [threading.Thread(target=f) for f in (python_reader, http_reader)]
+        t_start = time.monotonic()
+        for t in threads:
+            t.start()
+        time.sleep(args.seconds)
+        stop.set()
+        for t in threads:
+            t.join()
+        elapsed = time.monotonic() - t_start
+        processed = sum(view.position().get_partition_positions(topic).values()) - position_before
+        return {
+            "keys": entries,
+            "offered_cap_rec_s": rate,
+            "processed_rec_s": processed / elapsed,
+            "initial_load_s": round(loaded_s, 1),
+            "python_ms": _percentiles(python_ms),
+            "http_ms": _percentiles(http_ms),
+            "freshness_ms": _percentiles(list(replicas.freshness_ms)),
+            "trigger_ms": TRIGGER_MS,
+            "errors": errors[:10],
+            "error_count": len(errors),
+        }
+    finally:
+        app.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.interactive_queries", description=__doc__.split("\n")[0]
+    )
+    add_common_args(ap, workloads="W2", systems="kspark")
+    ap.add_argument("--base", required=True, help="a kspark revision without changelog topics")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--lookup-rate", type=float, default=500.0, help="lookups/s per reader")
+    ap.add_argument("--skip-cost", action="store_true", help="only part 2, at --w2-rate")
+    ap.add_argument("--w2-rate", type=float, default=0.0, help="W2's rate, when part 1 is skipped")
+    args = ap.parse_args(argv)
+    args.commit_ms = TRIGGER_MS
+    args.guarantee = "at_least_once"
+    results: dict[str, Any] = {"args": {k: v for k, v in vars(args).items() if k != "kspark_src"}}
+    with LocalKafka(heap="1g", log_level="WARN") as kafka:
+        if not args.skip_cost:
+            results["changelog_cost"] = changelog_cost(kafka, args)
+            rate = results["changelog_cost"]["new_median"]
+        else:
+            rate = args.w2_rate
+        results["reads"] = reads_under_load(kafka, args, rate)
+    text = json.dumps(results, indent=1, default=str)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text)
+    reads = results["reads"]
+    print(f"Python lookup p99 {reads['python_ms'].get('p99')} ms (target < 1 ms)")
+    print(f"HTTP lookup p99 {reads['http_ms'].get('p99')} ms (target < 5 ms)")
+    print(f"freshness p99 {reads['freshness_ms'].get('p99')} ms (target < {TRIGGER_MS} ms)")
+    if "changelog_cost" in results:
+        print(f"W2 with changelog / before: {results['changelog_cost']['ratio']:.3f} (target >= 0.90)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
