@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 import uuid
 from collections import Counter
 from typing import Any, TextIO
@@ -202,6 +205,8 @@ def run_demo(
             "processing.guarantee": "exactly_once_v2" if exactly_once else "at_least_once",
             "commit.interval.ms": 1000,
             "state.dir": state_dir,
+            # Interactive queries over HTTP (docs/interactive-queries.md), on loopback.
+            "application.server": f"127.0.0.1:{_free_port()}",
         }
         app = KafkaStreams(topology, config)
         t_start = time.monotonic()
@@ -211,6 +216,7 @@ def run_demo(
             received, counts, first_at = _tail_output(
                 kafka, len(expected), expected_counts, timeout, t_start, out
             )
+            queried = _query_counts(str(config["application.server"]), expected_counts, out)
         finally:
             app.close()
 
@@ -233,8 +239,47 @@ def run_demo(
     if counts != expected_counts:
         _print(out, "MISMATCH: the windowed counts differ from the counts computed in Python")
         return 1
+    if queried != expected_counts:
+        _print(out, "MISMATCH: the store, queried over HTTP, differs from the counts computed in Python")
+        return 1
     _print(out, "output matches the expected records exactly")
     return 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _query_counts(server: str, want: dict[str, int], out: TextIO) -> dict[str, int]:
+    """Read the windowed counts' store over HTTP while the application runs, as a service would:
+    ``GET /state/windowed/views-per-category/{category}`` per category. The output already holds
+    every final count; the store shows a batch once Spark has committed it, so this asks again
+    (for up to 30 s) until the answers hold every window, then prints them."""
+    categories = sorted({key.split("@")[0] for key in want})
+    deadline = time.monotonic() + 30
+    while True:
+        found: dict[str, int] = {}
+        answers: dict[str, Any] = {}
+        for category in categories:
+            url = f"http://{server}/state/windowed/views-per-category/{urllib.parse.quote(category)}"
+            with urllib.request.urlopen(url, timeout=30) as response:
+                answers[category] = json.load(response)
+            for entry in answers[category]["entries"]:
+                found[f"{category}@{entry['key']['start']}"] = int(entry["value"])
+        if found == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    _print(out, f"interactive queries at http://{server} (store views-per-category), one GET per category:")
+    for category, answer in answers.items():
+        windows = [(e["key"]["start"], int(e["value"])) for e in answer["entries"]]
+        shown = ", ".join(f"{time.strftime('%H:%M', time.gmtime(t / 1000))}={v}" for t, v in windows)
+        _print(out, f"  {category:<8} {len(windows)} windows: {shown}")
+    if answers:
+        _print(out, f"  (each answer is one committed micro-batch; the last reflects {answer['position']})")
+    return found
 
 
 def _tail_output(
