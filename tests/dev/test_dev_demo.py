@@ -45,6 +45,7 @@ def test_demo_end_to_end(exactly_once: bool) -> None:
     out = io.StringIO()
     assert demo.run_demo(events=120, timeout=240, out=out, exactly_once=exactly_once) == 0, out.getvalue()
     assert "output matches the expected records exactly" in out.getvalue()
+    assert "interactive queries at http://127.0.0.1:" in out.getvalue()  # the store, over HTTP
 
 
 def test_demo_topology_on_the_driver_counts_views_per_category_window() -> None:
