@@ -129,7 +129,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
 
     rate = w2_rate / 2
     topic, out = "iq-input", "iq-output"
-    more = int(rate * (args.seconds + 120))  # enough to run at that rate through the measurement
+    more = int(rate * (args.seconds + 30))  # enough to run at that rate through the measurement
     last = _load_keys(kafka, topic, args.keys, more, args.partitions)
     kafka.create_topic(out, args.partitions)
     b = StreamsBuilder()
