@@ -8,16 +8,16 @@ One :class:`kspark.dev.LocalKafka`, two parts:
    harness and measure) on the same pre-loaded input, alternately with
    kspark at ``--base`` (a revision before stores wrote changelog topics)
    and at ``--kspark-rev`` (default HEAD), ``--rounds`` times each.
-2. **Reads under load.** A count whose store holds ``--keys`` keys (the
-   input's first ``--keys`` records have one key each, the rest are drawn
-   uniformly from them) runs in this process with ``application.server``
-   set and ``spark.kspark.maxOffsetsPerTrigger`` capping it at half of W2's
-   rate from part 1. Once the store holds every key, for ``--seconds``:
+2. **Reads under load.** One application in this process, with
+   ``application.server`` set: a count over ``--keys`` distinct keys (its
+   store ``keys`` holds ``--keys`` entries once loaded) and W2 beside it,
+   ``spark.kspark.maxOffsetsPerTrigger`` capping it at half of W2's rate from
+   part 1. Once ``keys`` holds every key, for ``--seconds`` while W2 runs:
    point lookups of random keys through Python (``store(...).get``) and
-   through HTTP (``GET /state/keyvalue/counts/{key}``, one kept-alive
-   connection), each from its own thread at ``--lookup-rate``, timed one
-   by one; the replica's freshness (a batch's commit seen -> readable); the
-   rate the count really processed at (the store's position over time).
+   through HTTP (``GET /state/keyvalue/keys/{key}``, one kept-alive
+   connection), each from its own thread at ``--lookup-rate``, timed one by
+   one; the replicas' freshness (a batch's commit seen -> readable); the
+   rate W2 really processed at (its store's position over time).
 
 Part 2 runs the working tree's kspark (this process imports it). Results
 go to ``--json`` and a summary is printed with the issue's targets: Python
@@ -82,9 +82,8 @@ def _free_port() -> int:
         return port
 
 
-def _load_keys(kafka: LocalKafka, topic: str, keys: int, more: int, partitions: int) -> dict[int, int]:
-    """``keys`` records of distinct keys, then ``more`` of keys drawn from them; the offset of the
-    last distinct-key record per partition."""
+def _load_keys(kafka: LocalKafka, topic: str, keys: int, partitions: int) -> dict[int, int]:
+    """``keys`` records of distinct keys; the offset of the last one per partition."""
     from kspark.processor.internals.partitioning import default_partition
 
     kafka.create_topic(topic, partitions)
@@ -100,13 +99,11 @@ def _load_keys(kafka: LocalKafka, topic: str, keys: int, more: int, partitions: 
     )
     last: dict[int, int] = {}
     counts = [0] * partitions
-    rng = random.Random(7)
-    for i in range(keys + more):
-        key = f"u{i if i < keys else rng.randrange(keys):07d}".encode()
-        if i < keys:
-            p = default_partition(key, partitions)
-            last[p] = counts[p]
-            counts[p] += 1
+    for i in range(keys):
+        key = f"u{i:07d}".encode()
+        p = default_partition(key, partitions)
+        last[p] = counts[p]
+        counts[p] += 1
         while True:
             try:
                 producer.produce(topic, key=key, value=b"x", timestamp=1 + i)
@@ -119,7 +116,8 @@ def _load_keys(kafka: LocalKafka, topic: str, keys: int, more: int, partitions: 
 
 
 def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float) -> dict[str, Any]:
-    """Part 2: point lookups through Python and HTTP while a count over ``--keys`` keys runs."""
+    """Part 2: point lookups of a store of ``--keys`` keys through Python and HTTP while W2 runs
+    beside it, in the same application, capped at half of W2's rate."""
     import httpx
 
     from kspark import Consumed, KafkaStreams, Materialized, Produced, StreamsBuilder
@@ -128,18 +126,21 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
     from kspark.state import QueryableStoreTypes
 
     rate = w2_rate / 2
-    topic, out = "iq-input", "iq-output"
-    more = int(rate * (args.seconds + 30))  # enough to run at that rate through the measurement
-    last = _load_keys(kafka, topic, args.keys, more, args.partitions)
-    kafka.create_topic(out, args.partitions)
+    keys_topic, w2_topic = "iq-keys", "iq-w2"
+    last = _load_keys(kafka, keys_topic, args.keys, args.partitions)
+    w2_records = int(rate * (args.seconds + 60))  # enough to run at that rate through the measurement
+    preload(kafka, w2_topic, w2_records, args.partitions)
+    s, b_, long_ = Serdes.String(), Serdes.ByteArray(), Serdes.Long()
     b = StreamsBuilder()
+    b.stream(keys_topic, Consumed.with_(s, b_)).group_by_key().count(Materialized.as_("keys"))
     (
-        b.stream(topic, Consumed.with_(Serdes.String(), Serdes.ByteArray()))
+        b.stream(w2_topic, Consumed.with_(s, b_))
         .group_by_key()
-        .count(Materialized.as_("counts"))
+        .count(Materialized.as_("w2-counts"))
         .to_stream()
-        .to(out, Produced.with_(Serdes.String(), Serdes.Long()))
+        .to("iq-w2-out", Produced.with_(s, long_))
     )
+    kafka.create_topic("iq-w2-out", args.partitions)
     port = _free_port()
     config = {
         "application.id": "bench-iq",
@@ -148,21 +149,23 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         "commit.interval.ms": TRIGGER_MS,
         "application.server": f"127.0.0.1:{port}",
         "spark.master": f"local[{args.partitions}]",
+        # Spark's cap is per query, over all its partitions: W2 at half its rate.
         "spark.kspark.maxOffsetsPerTrigger": str(max(1, int(rate * TRIGGER_MS / 1000))),
     }
     app = KafkaStreams(b.build(), config)
     app.start()
     try:
-        all_keys = PositionBound.at(Position.from_map({topic: last}))
-        params = StoreQueryParameters.from_name_and_type("counts", QueryableStoreTypes.key_value_store())
+        all_keys = PositionBound.at(Position.from_map({keys_topic: last}))
+        params = StoreQueryParameters.from_name_and_type("keys", QueryableStoreTypes.key_value_store())
         started = time.monotonic()
         view = app.store(params.with_position_bound(all_keys, timeout=1800))
         loaded_s = time.monotonic() - started
         entries = view.approximate_num_entries()
+        w2 = app.store("w2-counts", QueryableStoreTypes.key_value_store())
         replicas = app._runner.replicas  # type: ignore[union-attr]
         assert replicas is not None
         replicas.freshness_ms.clear()
-        position_before = sum(view.position().get_partition_positions(topic).values())
+        w2_before = sum(w2.position().get_partition_positions(w2_topic).values())
         stop = threading.Event()
         python_ms: list[float] = []
         http_ms: list[float] = []
@@ -175,8 +178,8 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
                 t0 = time.perf_counter()
                 value = view.get(key)
                 python_ms.append((time.perf_counter() - t0) * 1000)
-                if value is None:
-                    errors.append(f"python: {key} missing")
+                if value != 1:
+                    errors.append(f"python: {key} -> {value}")
                 time.sleep(1 / args.lookup_rate)
 
         def http_reader() -> None:
@@ -185,7 +188,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
                 while not stop.is_set():
                     key = f"u{rng.randrange(args.keys):07d}"
                     t0 = time.perf_counter()
-                    r = client.get(f"/state/keyvalue/counts/{key}")
+                    r = client.get(f"/state/keyvalue/keys/{key}")
                     http_ms.append((time.perf_counter() - t0) * 1000)
                     if r.status_code != 200:
                         errors.append(f"http: {key} {r.status_code}")
@@ -200,11 +203,11 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         for t in threads:
             t.join()
         elapsed = time.monotonic() - t_start
-        processed = sum(view.position().get_partition_positions(topic).values()) - position_before
+        w2_processed = sum(w2.position().get_partition_positions(w2_topic).values()) - w2_before
         return {
             "keys": entries,
-            "offered_cap_rec_s": rate,
-            "processed_rec_s": processed / elapsed,
+            "w2_cap_rec_s": rate,
+            "w2_processed_rec_s": round(w2_processed / elapsed),
             "initial_load_s": round(loaded_s, 1),
             "python_ms": _percentiles(python_ms),
             "http_ms": _percentiles(http_ms),

@@ -385,3 +385,20 @@ def cluster_metadata(settings: Mapping[str, Any], timeout: float = 30.0) -> Any:
                 raise StreamsException(
                     f"Kafka at {bootstrap} did not answer within {timeout:.0f} s: {e}"
                 ) from e
+
+
+def create_topics(settings: Mapping[str, Any], topics: list[Any], kind: str) -> None:
+    """Create ``topics`` (confluent-kafka ``NewTopic``s) with an admin client of ``settings``;
+    one that exists already (a racing instance made it) is fine; any other failure raises,
+    naming the ``kind`` of topic ("internal", "changelog") and the topic."""
+    from confluent_kafka.admin import AdminClient
+
+    if not topics:
+        return
+    admin = AdminClient(dict(settings))  # referenced until its futures are done
+    for topic, future in admin.create_topics(topics).items():
+        try:
+            future.result()
+        except Exception as e:  # the error's text is the only place its code shows
+            if "TOPIC_ALREADY_EXISTS" not in str(e):
+                raise StreamsException(f"Could not create {kind} topic {topic}: {e}") from e

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kspark.errors import InvalidStateStoreException, StreamsException, UnknownStateStoreException
 from kspark.query import Position, PositionBound, StoreQueryParameters
+from kspark.runtime.kafka_clients import create_topics
 from kspark.runtime.spark.plan import PhysicalPlan
 from kspark.state.api import KeyValueIterator
 from kspark.state.internals.iterators import PeekingKeyValueIterator
@@ -121,7 +122,7 @@ def create_changelog_topics(
     them: compacted; window and session stores ``compact,delete`` with their retention plus
     ``windowstore.changelog.additional.retention.ms``; a store's ``log_config()`` on top. One
     partition per task: an existing topic with another count is an error, not a guess."""
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     wanted = []
     for name, home in sorted(homes.items()):
@@ -144,15 +145,7 @@ def create_changelog_topics(
         wanted.append(
             NewTopic(home.changelog, num_partitions=home.tasks, replication_factor=-1, config=config)
         )
-    if not wanted:
-        return
-    admin = AdminClient(dict(settings))
-    for topic, future in admin.create_topics(wanted).items():
-        try:
-            future.result()
-        except Exception as e:  # an existing topic (a racing instance) is fine
-            if "TOPIC_ALREADY_EXISTS" not in str(e):
-                raise StreamsException(f"Could not create changelog topic {topic}: {e}") from e
+    create_topics(settings, wanted, "changelog")
 
 
 def position_of(ends: Mapping[TP, int]) -> Position:
@@ -443,6 +436,13 @@ class StoreReplicas:
                 applied = self._applied.get(home.query)
                 if applied is not None and bound.satisfied_by(applied.position):
                     return applied.position
+                if bound.is_unbounded() and home.query not in self._latest:
+                    # Nothing committed to wait for (Kafka Streams refuses at once too); a bound
+                    # waits, as for the first batch that reaches it.
+                    raise InvalidStateStoreException(
+                        f"Cannot query store {name}: no micro-batch of its query {home.query} has "
+                        "committed yet (the application is still starting)"
+                    )
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break

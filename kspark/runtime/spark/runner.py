@@ -39,6 +39,7 @@ from kspark.errors import StreamsException
 from kspark.metrics import MetricName
 from kspark.runtime.kafka_clients import (
     cluster_metadata,
+    create_topics,
     librdkafka_client,
     librdkafka_security,
     spark_source_options,
@@ -317,7 +318,7 @@ class SparkRunner:
     def prepare_topics(self) -> PhysicalPlan:
         """Fail on missing source topics; create the repartition topics the topology declares;
         plan over the partition counts found, and check the checkpoints are this plan's."""
-        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
         settings = librdkafka_client(self.config.originals(), "admin")
         metadata = cluster_metadata(settings)
@@ -344,14 +345,7 @@ class SparkRunner:
         self.partitions = {t: n for t, n in existing.items() if t in wanted}
         for t in to_create:
             self.partitions[t.topic] = t.num_partitions
-        if to_create:
-            admin = AdminClient(settings)  # referenced until its futures are done
-            for topic, fut in admin.create_topics(to_create).items():
-                try:
-                    fut.result()
-                except Exception as e:  # an existing topic (a racing instance) is fine
-                    if "TOPIC_ALREADY_EXISTS" not in str(e):
-                        raise StreamsException(f"Could not create internal topic {topic}: {e}") from e
+        create_topics(settings, to_create, "internal")
         self.physical = None
         plan = self.plan()
         self._check_checkpoints(plan)

@@ -209,6 +209,10 @@ def test_reads_during_processing_see_whole_batches_and_a_position_bound_waits(
     app = KafkaStreams(_stores_topology(src, dst), config, spark=spark)
     app.start()
     try:
+        # Running, but its first micro-batch has not committed yet: refused at once, as in Kafka
+        # Streams, saying why (a bound would wait for it instead).
+        with pytest.raises(InvalidStateStoreException, match="has committed yet"):
+            app.store("counts", QueryableStoreTypes.key_value_store())
         bound = PositionBound.at(Position.from_map({src: {0: len(first) - 1}}))
         params = StoreQueryParameters.from_name_and_type(
             "counts", QueryableStoreTypes.key_value_store()
