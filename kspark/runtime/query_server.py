@@ -84,6 +84,7 @@ from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from kspark.config import is_secret
@@ -330,6 +331,20 @@ class Queries:
         key = key_from_text(key_text, s.key_serde, store)
         params = self._params(store, kind, position, timeout_ms)
         value, at = replicas.read(store, lambda view: view.get(key), params)
+        if value is None:
+            raise QueryError(404, f"key {key_text!r} is not in store {store}", key=key, position=at.to_map())
+        return {"store": store, "key": key, "value": value, "position": at.to_map()}
+
+    def get_now(self, store: str, key_text: str, *, timestamped: bool) -> dict[str, Any] | None:
+        """:meth:`get` without a position bound, if it can answer without waiting; else None."""
+        replicas, s = self._store(store)
+        kind = self._key_value_type(store, s, timestamped)
+        key = key_from_text(key_text, s.key_serde, store)
+        params = StoreQueryParameters.from_name_and_type(store, kind)
+        read = replicas.read_now(store, lambda view: view.get(key), params)
+        if read is None:
+            return None
+        value, at = read
         if value is None:
             raise QueryError(404, f"key {key_text!r} is not in store {store}", key=key, position=at.to_map())
         return {"store": store, "key": key, "value": value, "position": at.to_map()}
@@ -718,15 +733,32 @@ def create_app(queries: Queries, secrets: Iterable[str] = ()) -> FastAPI:
         )
 
     @app.get("/state/keyvalue/{store}/{key:path}", responses=ok(KeyValueModel, "the key's value"))
-    def key_value_get(
+    async def key_value_get(
         store: _Store,
         key: _Key,
         timestamped: _Timestamped = False,
         position: _Bound = None,
         timeout_ms: _Timeout = DEFAULT_TIMEOUT_MS,
     ) -> Response:
-        return answer(
-            lambda: queries.get(store, key, timestamped=timestamped, position=position, timeout_ms=timeout_ms)
+        # A point read that needs no wait is answered on the event loop: each hop to the thread
+        # pool and back waits for the interpreter lock, which the application's own threads
+        # (Spark's driver, the replicas) hold in turns of 5 ms; that made p99 ~14 ms under load.
+        if position is None:
+            fast: list[bool] = []
+
+            def now() -> Any:
+                body = queries.get_now(store, key, timestamped=timestamped)
+                fast.append(body is not None)
+                return body
+
+            response = answer(now)
+            if fast != [False]:  # answered, or failed at once (an error is an answer too)
+                return response
+        return await run_in_threadpool(
+            answer,
+            lambda: queries.get(
+                store, key, timestamped=timestamped, position=position, timeout_ms=timeout_ms
+            ),
         )
 
     @app.get("/state/windowed/{store}/{key:path}", responses=ok(WindowsModel, "the key's windows"))
