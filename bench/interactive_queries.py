@@ -13,10 +13,11 @@ One :class:`kspark.dev.LocalKafka`, two parts:
    store ``keys`` holds ``--keys`` entries once loaded) and W2 beside it,
    ``spark.kspark.maxOffsetsPerTrigger`` capping it at half of W2's rate from
    part 1. Once ``keys`` holds every key, for ``--seconds`` while W2 runs:
-   point lookups of random keys through Python (``store(...).get``) and
-   through HTTP (``GET /state/keyvalue/keys/{key}``, one kept-alive
-   connection), each from its own thread at ``--lookup-rate``, timed one by
-   one; the replicas' freshness (a batch's commit seen -> readable); the
+   point lookups of random keys through Python (``store(...).get``, from a
+   thread of the application's process) and through HTTP
+   (``GET /state/keyvalue/keys/{key}``, one kept-alive connection, from a
+   process of its own: bench/http_lookups.py), each at ``--lookup-rate``,
+   timed one by one; the replicas' freshness (a batch's commit seen -> readable); the
    rate W2 really processed at (its store's position over time).
 
 Part 2 runs the working tree's kspark (this process imports it). Results
@@ -32,6 +33,8 @@ import json
 import random
 import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -118,8 +121,6 @@ def _load_keys(kafka: LocalKafka, topic: str, keys: int, partitions: int) -> dic
 def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float) -> dict[str, Any]:
     """Part 2: point lookups of a store of ``--keys`` keys through Python and HTTP while W2 runs
     beside it, in the same application, capped at half of W2's rate."""
-    import httpx
-
     from kspark import Consumed, KafkaStreams, Materialized, Produced, StreamsBuilder
     from kspark.query import Position, PositionBound, StoreQueryParameters
     from kspark.serde import Serdes
@@ -168,7 +169,6 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         w2_before = sum(w2.position().get_partition_positions(w2_topic).values())
         stop = threading.Event()
         python_ms: list[float] = []
-        http_ms: list[float] = []
         errors: list[str] = []
 
         def python_reader() -> None:
@@ -182,27 +182,31 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
                     errors.append(f"python: {key} -> {value}")
                 time.sleep(1 / args.lookup_rate)
 
-        def http_reader() -> None:
-            rng = random.Random(2)
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-                while not stop.is_set():
-                    key = f"u{rng.randrange(args.keys):07d}"
-                    t0 = time.perf_counter()
-                    r = client.get(f"/state/keyvalue/keys/{key}")
-                    http_ms.append((time.perf_counter() - t0) * 1000)
-                    if r.status_code != 200:
-                        errors.append(f"http: {key} {r.status_code}")
-                    time.sleep(1 / args.lookup_rate)
+        # The HTTP client is a process of its own (bench/http_lookups.py), as a service's would be.
+        client = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.http_lookups",
+                f"http://127.0.0.1:{port}/state/keyvalue/keys/",
+                str(args.keys),
+                str(args.lookup_rate),
+                str(args.seconds),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
 
-        threads = [threading.Thread(target=f) for f in (python_reader, http_reader)]
+        reader = threading.Thread(target=python_reader)
         t_start = time.monotonic()
-        for t in threads:
-            t.start()
-        time.sleep(args.seconds)
+        reader.start()
+        http = json.loads(client.communicate(timeout=args.seconds + 120)[0])
         stop.set()
-        for t in threads:
-            t.join()
+        reader.join()
         elapsed = time.monotonic() - t_start
+        http_ms = http["ms"]
+        errors += [f"http: {e}" for e in http["errors"]]
         w2_processed = sum(w2.position().get_partition_positions(w2_topic).values()) - w2_before
         return {
             "keys": entries,
