@@ -3,7 +3,13 @@
 ``kspark demo`` runs the pageviews demo; ``kspark run APP.py`` and ``kspark
 describe APP.py`` load an application module (``describe --format svg|png|html``
 draws it, :mod:`kspark.tools.picture`); ``kspark dev-kafka`` runs a local
-broker; ``kspark fetch-jars`` fills the JVM jar cache ahead of time.
+broker; ``kspark fetch-jars`` fills the JVM jar cache ahead of time; ``kspark
+--version`` names the versions kspark runs with.
+
+``demo`` and ``run`` print kspark's own lines only: Spark's, the Kafka clients'
+and kspark's logs go to a log file whose path they print first, unless
+``--verbose`` (:mod:`kspark.runtime.logs`). A failed application is one
+paragraph; ``run --debug`` adds the full trace.
 
 An application module defines ``topology`` (a :class:`kspark.Topology`, or a
 zero-argument function returning one) and ``config`` (a dict, or a function
@@ -14,22 +20,30 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
 import math
 import os
+import re
 import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark.dev.errors import DevToolsError
 from kspark.errors import StreamsException
 from kspark.jvm.errors import JvmSetupError
 
-__all__ = ["main", "build_parser", "load_app"]
+if TYPE_CHECKING:
+    from kspark.kafka_streams import KafkaStreams
+
+__all__ = ["main", "build_parser", "load_app", "versions"]
+
+_log = logging.getLogger(__name__)
 
 
 class AppError(Exception):
@@ -226,16 +240,42 @@ def _partitions(config: dict[str, Any]) -> dict[str, int] | None:
     return {name: len(t.partitions) for name, t in metadata.topics.items()}
 
 
+def _route_output(log_path: Path | None, title: str) -> None:
+    """Send the command's logs to ``log_path`` (None: the terminal) and say where, once."""
+    from kspark.runtime.logs import announcement, route_output
+
+    route_output(log_path, title=title)
+    line = announcement(log_path)
+    if line is not None:
+        print(line, flush=True)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     topology, config = load_app(args.app)
     from kspark import KafkaStreams
+    from kspark.kafka_streams import StreamsUncaughtExceptionHandler
+    from kspark.runtime.logs import application_log_path
 
-    app = KafkaStreams(topology, config)
-    app.start()
+    app = KafkaStreams(topology, config)  # a bad setting fails here, on the terminal, in one line
+    name = str(config.get("application.id", args.app))
+    log_path = None if args.verbose else application_log_path(config)
+    _route_output(log_path, f"kspark run {args.app}")  # before start(): the JVM inherits the routing
+    failures: list[BaseException] = []
+
+    def on_failure(error: BaseException) -> StreamsUncaughtExceptionHandler:
+        failures.append(error)  # reported once the command stops waiting
+        return StreamsUncaughtExceptionHandler.SHUTDOWN_CLIENT
+
+    app.set_uncaught_exception_handler(on_failure)
     try:
-        print(
-            f"{config.get('application.id', args.app)} running; Ctrl-C to stop", flush=True
-        )  # see dev-kafka
+        app.start()
+    except Exception as e:  # a start that fails, Spark's or Kafka's errors included: one paragraph
+        _log.error("%s failed to start", name, exc_info=True)
+        app.close()
+        _report_failure(args, app, name, e, log_path, starting=True)
+        return 1
+    try:
+        print(f"{name} running; Ctrl-C to stop", flush=True)  # see dev-kafka
         # A terminal gets the status line refreshed in place; a log file a plain line now and then.
         tty = sys.stdout.isatty()
 
@@ -256,9 +296,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
     finally:
         app.close()
     if app.state() is KafkaStreams.State.ERROR:
-        print(f"{config.get('application.id', args.app)} failed; see the error above", file=sys.stderr)
+        if sys.stdout.isatty():
+            print(flush=True)  # past the status line refreshed in place
+        if failures:
+            _report_failure(args, app, name, failures[0], log_path)
+        else:  # every failure after start() reaches the handler; should one not, KafkaStreams logged it
+            print(f"{name} failed; see {log_path or 'the log above'}", file=sys.stderr, flush=True)
         return 1
     return 0
+
+
+def _report_failure(
+    args: argparse.Namespace,
+    app: KafkaStreams,
+    name: str,
+    error: BaseException,
+    log_path: Path | None,
+    *,
+    starting: bool = False,
+) -> None:
+    """One paragraph on the terminal; the full trace too with ``--debug`` (``--verbose`` printed it
+    already, and the log file always has it)."""
+    from kspark.runtime.logs import failure_report
+
+    try:
+        queries = {q.name: [s.subtopology for s in q.subtopologies] for q in app.physical_plan().queries}
+    except Exception as e:  # a plan that cannot be made (what start() may have failed on): no names
+        _log.warning("no physical plan to name the failed sub-topology by: %s", e)
+        queries = {}
+    shown = args.debug and log_path is not None
+    if shown:
+        print("".join(traceback.format_exception(error)), file=sys.stderr, flush=True)
+    paragraph = failure_report(
+        error, application=name, queries=queries, log_path=log_path, trace_shown=shown, starting=starting
+    )
+    print(paragraph, file=sys.stderr, flush=True)
 
 
 def _cmd_reset(args: argparse.Namespace) -> int:
@@ -289,8 +361,69 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from kspark.dev.demo import run_demo
+    from kspark.runtime.logs import demo_log_path
 
-    return run_demo(events=args.events, timeout=args.timeout, exactly_once=args.exactly_once)
+    _route_output(None if args.verbose else demo_log_path(), "kspark demo")
+    return run_demo(events=args.events, timeout=args.timeout, exactly_once=args.exactly_once, out=sys.stdout)
+
+
+def versions() -> str:
+    """What ``kspark --version`` prints: kspark's version and the versions it pins (pyspark, the
+    Kafka broker of ``dev-kafka`` and the demo, Spark's Kafka connector and its Java client) and
+    the Kafka client library of its Python side."""
+    from importlib import metadata
+
+    import confluent_kafka
+
+    from kspark import __version__
+    from kspark.jvm.jars import BUNDLES
+
+    def installed(distribution: str) -> str:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    try:
+        requires = metadata.requires("kspark") or []
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        requires = []
+    pins = [m.group(1).strip() for r in requires if (m := re.match(r"pyspark\s*(==[^;\s]+)", r))]
+    pyspark = installed("pyspark")
+    pyspark_line = f"pyspark {pyspark}"
+    if pins and pins[0] != f"=={pyspark}":
+        pyspark_line += f" (kspark pins pyspark{pins[0]})"
+    connector = BUNDLES["spark-kafka-connector"]
+    java_client = "org.apache.kafka:kafka-clients:"
+    clients = next((c[len(java_client) :] for c in connector.coordinates if c.startswith(java_client)), "?")
+    librdkafka = confluent_kafka.libversion()[0]
+    return "\n".join(
+        (
+            f"kspark {__version__}",
+            pyspark_line,
+            f"Apache Kafka {BUNDLES['kafka-broker'].version} (the broker of kspark dev-kafka and the demo)",
+            f"Spark's Kafka connector {connector.version} (Java kafka-clients {clients})",
+            f"confluent-kafka {installed('confluent-kafka')} (librdkafka {librdkafka})",
+            f"Python {sys.version.split()[0]}",
+        )
+    )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: computed only when asked (it imports confluent_kafka)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(versions(), flush=True)
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -300,16 +433,36 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kspark",
         description="Kafka Streams' programming model for Python, on Spark Structured Streaming.",
     )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print kspark's version and the versions it pins, and exit"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # demo and run: where the logs go (kspark/runtime/logs.py)
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="Spark's, the Kafka clients' and kspark's logs on the terminal (by default they go to "
+        "a log file, whose path is printed first)",
+    )
 
-    p = sub.add_parser("demo", help="run the pageviews demo on a local Kafka and Spark")
+    p = sub.add_parser("demo", parents=[output], help="run the pageviews demo on a local Kafka and Spark")
     p.add_argument("--events", type=int, default=400, help="pageview events to produce (default 400)")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the output")
     p.add_argument("--exactly-once", action="store_true", help="processing.guarantee=exactly_once_v2")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("run", help="run an application module on Spark until Ctrl-C or SIGTERM")
+    p = sub.add_parser(
+        "run", parents=[output], help="run an application module on Spark until Ctrl-C or SIGTERM"
+    )
     p.add_argument("app", metavar="APP.py")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="when the application fails, print the full trace too, not only the paragraph that "
+        "names the record and the setting (the log file has it either way)",
+    )
     p.add_argument(
         "--status-interval",
         type=float,

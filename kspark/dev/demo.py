@@ -164,10 +164,15 @@ def run_demo(
     events: int = 400,
     timeout: float = 180.0,
     exactly_once: bool = False,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
 ) -> int:
-    """Run the demo; returns 0 when both outputs arrived and match what Python computes."""
+    """Run the demo; returns 0 when both outputs arrived and match what Python computes.
+
+    ``out``: where the demo's lines go, ``sys.stdout`` as it is at the call (``kspark demo`` gives
+    it the terminal, having sent Spark's and the Kafka clients' logs to a file)."""
     from kspark import KafkaStreams
+
+    out = sys.stdout if out is None else out
 
     t0 = time.monotonic()
     start_ms = int(time.time() * 1000) - 5 * 60_000

@@ -1,9 +1,12 @@
-"""The kspark command line: parsing, app loading, fetch-jars, dev-kafka."""
+"""The kspark command line: parsing, app loading, fetch-jars, dev-kafka, run (its output, quiet and
+--verbose, and a failure's paragraph)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +14,8 @@ import pytest
 
 from kspark import cli
 from kspark.dev.kafka import LocalKafka
-from tests.dev.cli_process import dev_kafka
+from kspark.runtime.logs import announcement
+from tests.dev.cli_process import dev_kafka, noise
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -205,8 +209,7 @@ config = {{"application.id": {app!r}, "bootstrap.servers": {servers!r}, "state.d
 def test_run_prints_status_lines_and_closes_cleanly_on_sigterm(
     kafka: LocalKafka, topic_factory: Callable[..., str], tmp_path: Path
 ) -> None:
-    import subprocess
-    import sys
+    """With --verbose, as every run did before it had a log file: Spark's lines on the terminal."""
     import threading
     import time
 
@@ -217,7 +220,7 @@ def test_run_prints_status_lines_and_closes_cleanly_on_sigterm(
         _RUN_APP.format(src=src, dst=dst, app=f"run-{src}", servers=kafka.bootstrap_servers, state=state)
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kspark", "run", str(app), "--status-interval", "1"],
+        [sys.executable, "-m", "kspark", "run", str(app), "--status-interval", "1", "--verbose"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -236,8 +239,72 @@ def test_run_prints_status_lines_and_closes_cleanly_on_sigterm(
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 0, "".join(lines)
         reader.join(10)
-        assert "closing" in "".join(lines)
+        text = "".join(lines)
+        assert "closing" in text
+        assert "WARNING: Using incubator modules" in text  # the JVM's own line
+        assert "INFO kspark.runtime.spark.session: Spark session started in" in text  # kspark's logging
+        assert "logs go to" not in text  # no log file
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+_FAILING_APP = """
+from kspark import Consumed, Produced, StreamsBuilder
+from kspark.serde import Serdes
+
+S = Serdes.String()
+
+
+def shout(value):
+    if value == "bad":
+        raise ValueError(f"cannot shout {{value!r}}")
+    return value.upper()
+
+
+def topology():
+    b = StreamsBuilder()
+    b.stream({src!r}, Consumed.with_(S, S)).map_values(shout).to({dst!r}, Produced.with_(S, S))
+    return b.build()
+
+
+config = {{"application.id": {app!r}, "bootstrap.servers": {servers!r}, "state.dir": {state!r}}}
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_run_of_a_failing_app_prints_one_paragraph_and_logs_the_rest(
+    kafka: LocalKafka, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, dst = topic_factory("fail-in", partitions=2), topic_factory("fail-out", partitions=2)
+    kafka.produce(src, [(b"k", b"fine", 1_000, 0), (b"k", b"ok", 1_001, 1), (b"k", b"bad", 1_002, 1)])
+    app_id = f"run-{src}"
+    app = tmp_path / "failing_app_mod.py"
+    state = tmp_path / "state"
+    app.write_text(
+        _FAILING_APP.format(src=src, dst=dst, app=app_id, servers=kafka.bootstrap_servers, state=str(state))
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "kspark", "run", str(app), "--status-interval", "600"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert noise(done.stdout + done.stderr) == [], done.stdout + done.stderr
+    log = state / app_id / "logs" / "kspark.log"
+    assert done.stdout.splitlines() == [announcement(log), f"{app_id} running; Ctrl-C to stop"]
+    paragraph = " ".join(done.stderr.split())
+    assert paragraph.startswith(
+        f"{app_id} failed in sub-topology 0 (task 0_1, processor KSTREAM-MAPVALUES-0000000001) at the "
+        f"record of topic {src}, partition 1, offset 1: ValueError: cannot shout 'bad'. "
+    ), done.stderr
+    assert "set processing.exception.handler to log_and_continue" in paragraph
+    assert paragraph.endswith(f"The full trace is in {log}; --debug prints it here.")
+    text = log.read_text()
+    assert "WARNING: Using incubator modules" in text  # the JVM's own
+    assert " ERROR Executor: Exception in task" in text  # Spark's log4j
+    assert " ERROR kspark.kafka_streams: kspark application" in text  # kspark's Python logging
+    assert "Traceback (most recent call last)" in text and "ValueError: cannot shout 'bad'" in text

@@ -1,12 +1,14 @@
-"""The demo's data and functions; end to end once the DSL and runner exist."""
+"""The demo's data and functions; end to end as ``kspark demo``, its output included."""
 
 from __future__ import annotations
 
-import io
+import subprocess
+import sys
 
 import pytest
 
 from kspark.dev import demo
+from tests.dev.cli_process import announced_log, noise
 
 
 def test_events_are_realistic_and_some_out_of_order() -> None:
@@ -36,16 +38,26 @@ def test_enrich_adds_category_and_seconds() -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at_least_once", "exactly_once_v2"])
-def test_demo_end_to_end(exactly_once: bool) -> None:
-    try:
-        from kspark import KafkaStreams, StreamsBuilder  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"the DSL or Spark runner has not landed yet: {exc}")
-    out = io.StringIO()
-    assert demo.run_demo(events=120, timeout=240, out=out, exactly_once=exactly_once) == 0, out.getvalue()
-    assert "output matches the expected records exactly" in out.getvalue()
-    assert "interactive queries at http://127.0.0.1:" in out.getvalue()  # the store, over HTTP
+def test_demo_command_end_to_end_prints_only_its_own_lines() -> None:
+    """``kspark demo`` as a user runs it, in a process with a JVM of its own, so that Spark's, the
+    workers' and librdkafka's lines are seen going to the log file the demo names. Under
+    exactly_once_v2: the demo's harder path (transactions, read_committed output), while nearly
+    every other test on Spark runs at_least_once, the command's default."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kspark", "demo", "--events", "120", "--timeout", "240", "--exactly-once"],
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "output matches the expected records exactly" in done.stdout
+    assert "interactive queries at http://127.0.0.1:" in done.stdout  # the store, over HTTP
+    assert noise(done.stdout) == [] and done.stderr == "", done.stdout + done.stderr
+    path = announced_log(done.stdout)
+    log = path.read_text()
+    path.unlink()  # the demo leaves its log in the temporary directory for a user to read
+    assert "TransformWithStateInPandas Python worker" in log  # PySpark's worker prints went there
+    assert "WARNING: Using incubator modules" in log  # and the JVM's own
 
 
 def test_demo_topology_on_the_driver_counts_views_per_category_window() -> None:
