@@ -136,6 +136,10 @@ class ProgressListener:
             self._listener = Listener()
             spark.streams.addListener(self._listener)
 
+    @property
+    def attached(self) -> bool:
+        return self._listener is not None
+
     def detach(self, spark: Any) -> None:
         if self._listener is not None:
             spark.streams.removeListener(self._listener)

@@ -642,8 +642,8 @@ class SparkRunner:
         """Wait until Spark's progress of every batch run so far reached the replicas (its events
         come on Spark's listener thread, after ``process_available``'s queries ended)."""
         replicas = self.replicas
-        if replicas is None:
-            return
+        if replicas is None or not self.progress.attached:
+            return  # no progress events come (a session without Python listeners): nothing to wait for
         done = {name: f.last_done for name, f in self._batch_functions.items() if f.last_done >= 0}
         replicas.await_committed(done, timeout_s)
 
