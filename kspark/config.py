@@ -5,8 +5,15 @@ Every Kafka Streams config name is known (an unknown name is a
 ``producer.``, ``admin.``, ``main.consumer.``, ``restore.consumer.``,
 ``global.consumer.``, ``topic.``, ``client.tag.``), the clients' connection
 settings (``ssl.*``, ``sasl.*``) and ``spark.*`` pass through unchecked here
-(``kspark.runtime.kafka_clients`` checks the connection settings). Secrets
-(:func:`is_secret`) never show in a ``repr``. ``cache.max.bytes.buffering`` is the deprecated alias of
+(``kspark.runtime.kafka_clients`` checks the connection settings). The
+settings of the schema-registry serdes (:mod:`kspark.serde.schema_registry`)
+are accepted as Confluent names them: ``schema.registry.*``,
+``basic.auth.*``, ``bearer.auth.*`` pass through, and
+``auto.register.schemas``, ``use.latest.version``, ``normalize.schemas``,
+``key.subject.name.strategy``, ``value.subject.name.strategy`` and
+``latest.cache.ttl.sec`` are checked here. Secrets (:func:`is_secret`, and
+the password of a URL's ``user:password@``) never show in a ``repr``.
+``cache.max.bytes.buffering`` is the deprecated alias of
 ``statestore.cache.max.bytes``. Serde settings take a ``Serde`` instance or a
 name (``string``, ``long``, ``integer``, ``double``, ``bytes``, ``json``);
 handler settings take ``log_and_continue`` | ``log_and_fail`` | a callable.
@@ -54,10 +61,19 @@ PASS_THROUGH_PREFIXES = (
     "topic.",
     "client.tag.",
     "spark.",
+    # The schema-registry serdes' settings, as Confluent's serdes name them
+    # (kspark.serde.schema_registry checks them when a serde is configured).
+    "schema.registry.",
+    "basic.auth.",
+    "bearer.auth.",
 )
 
 
-_SECRET = re.compile(r"password|secret|jaas|\.pem$|keystore\.key$|oauthbearer\.config$|token$", re.IGNORECASE)
+_SECRET = re.compile(
+    r"password|secret|jaas|\.pem$|keystore\.key$|oauthbearer\.config$|token$|user\.info$", re.IGNORECASE
+)
+# A URL's user info (http://user:password@host), e.g. in schema.registry.url.
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@/\s]+@")
 
 HIDDEN = "[hidden]"
 
@@ -68,8 +84,16 @@ def is_secret(name: str) -> bool:
 
 
 def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` with every secret's value replaced by ``[hidden]``."""
-    return {k: HIDDEN if is_secret(k) and v not in (None, "") else v for k, v in settings.items()}
+    """``settings`` with every secret's value replaced by ``[hidden]``, and the password of any
+    URL's ``user:password@``."""
+    return {
+        k: HIDDEN
+        if is_secret(k) and v not in (None, "")
+        else _URL_PASSWORD.sub(rf"\g<1>{HIDDEN}@", v)
+        if isinstance(v, str)
+        else v
+        for k, v in settings.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -156,6 +180,13 @@ _DEFS: dict[str, _Def] = {
     "windowstore.changelog.additional.retention.ms": _d("long", 24 * 60 * 60 * 1000),
     "window.size.ms": _d("long"),
     "errors.dead.letter.queue.topic.name": _d("str"),
+    # Confluent's schema-registry serde settings (kspark.serde.schema_registry; Confluent's defaults).
+    "auto.register.schemas": _d("bool", True),
+    "use.latest.version": _d("bool", False),
+    "normalize.schemas": _d("bool", False),
+    "key.subject.name.strategy": _d("any", "TopicNameStrategy"),
+    "value.subject.name.strategy": _d("any", "TopicNameStrategy"),
+    "latest.cache.ttl.sec": _d("long", -1, at_least=-1),
 }
 
 CONFIG_NAMES: frozenset[str] = frozenset(_DEFS)
@@ -347,7 +378,11 @@ class StreamsConfig(Mapping[str, Any]):
         if value is None:
             return None
         if key not in self._serde_cache:
-            self._serde_cache[key] = _resolve_serde(key, value)
+            serde = _resolve_serde(key, value)
+            configure = getattr(serde, "configure", None)
+            if callable(configure):  # as Kafka's defaultKeySerde/defaultValueSerde configure theirs
+                configure(dict(self.originals()), key == "default.key.serde")
+            self._serde_cache[key] = serde
         return self._serde_cache[key]
 
     def default_timestamp_extractor(self) -> Any:

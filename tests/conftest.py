@@ -7,6 +7,7 @@ no JVM. Tests that use them are marked ``integration``.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -55,3 +56,21 @@ def topic_factory(kafka: LocalKafka, request: pytest.FixtureRequest) -> Callable
         return name
 
     return make
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[str]:
+    """The URL of a real Confluent-compatible Schema Registry shared by the run.
+
+    Apicurio Registry's Confluent API (tests/serde/apicurio.py builds it from
+    Maven Central once and starts it in ~6 s), or the registry at
+    ``KSPARK_SCHEMA_REGISTRY_URL`` when that is set.
+    """
+    given = os.environ.get("KSPARK_SCHEMA_REGISTRY_URL")
+    if given:
+        yield given
+        return
+    from tests.serde.apicurio import ApicurioRegistry
+
+    with ApicurioRegistry() as registry:
+        yield registry.url

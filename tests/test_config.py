@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kspark.config import StreamsConfig
@@ -138,3 +140,26 @@ def test_internal_double_underscore_settings_pass_through() -> None:
     assert cfg.originals()[key] == 0
     with pytest.raises(ConfigException, match="__typo"):
         StreamsConfig({"application.id": "a", "bootstrap.servers": "b:1", "__typo": 1})
+
+
+def test_default_serdes_are_configured_with_the_application_config_as_kafka_does() -> None:
+    """Kafka's StreamsConfig calls configure(originals, is_key) on its default serdes: a serde that
+    reads settings (a Schema Registry serde, say) is ready without being configured by hand."""
+    seen: list[tuple[dict[str, Any], bool]] = []
+
+    class Recording(type(Serdes.String())):  # type: ignore[misc]
+        def configure(self, configs: dict[str, Any], is_key: bool) -> None:
+            seen.append((configs, is_key))
+
+    config = StreamsConfig(
+        {
+            "application.id": "a",
+            "bootstrap.servers": "k:9092",
+            "default.key.serde": Recording(),
+            "default.value.serde": Recording(),
+        }
+    )
+    config.default_key_serde()
+    config.default_value_serde()
+    config.default_key_serde()  # configured once
+    assert [(c["application.id"], is_key) for c, is_key in seen] == [("a", True), ("a", False)]

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kspark.errors import InvalidStateStoreException, StreamsException, UnknownStateStoreException
 from kspark.query import Position, PositionBound, StoreQueryParameters
 from kspark.runtime.kafka_clients import create_topics
+from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.plan import PhysicalPlan
 from kspark.state.api import KeyValueIterator
 from kspark.state.internals.iterators import PeekingKeyValueIterator
@@ -171,9 +172,12 @@ class StoreReplicas:
         refused: Mapping[str, str],
         build_task: Callable[[int, int], StreamTask],
         consumer_config: Mapping[str, Any],
+        lister: OffsetLister,
         committed_file: str | None = None,
     ) -> None:
         self.homes = dict(homes)
+        self._lister = lister  # changelog ends after each batch (after_batch)
+        self._ends: dict[tuple[str, int], dict[TP, int]] = {}  # (query, batch id) -> ends, until committed
         # Each query's last committed batch survives a restart here, so a restarted application's
         # stores are queryable before (or without) a new batch.
         self._committed_file = committed_file
@@ -195,6 +199,29 @@ class StoreReplicas:
         self._latest.update(_load_committed(committed_file, {h.query for h in self.homes.values()}))
 
     # ------------------------------------------------------------ feeding
+    def after_batch(self, query: str) -> Callable[[int], None] | None:
+        """What records where a batch of ``query`` left its stores' changelogs, called once the
+        batch's tasks have returned (None: the query has no queryable store). No other batch of
+        the query writes then, so the ends are the batch's own."""
+        partitions = [
+            (h.changelog, p) for h in self.homes.values() if h.query == query for p in range(h.tasks)
+        ]
+        if not partitions:
+            return None
+
+        def record(batch_id: int) -> None:
+            self._ends[(query, batch_id)] = self._lister.offsets(partitions, latest=True)
+
+        return record
+
+    def on_progress(self, query: str, batch_id: int, ends: Mapping[TP, int]) -> None:
+        """Spark committed ``batch_id`` of ``query``, whose input ended at ``ends``."""
+        changelog = self._ends.pop((query, batch_id), None)
+        for old in [k for k in self._ends if k[0] == query and k[1] < batch_id]:
+            del self._ends[old]
+        if changelog is not None:
+            self.committed(CommittedBatch(query, batch_id, changelog, position_of(ends)))
+
     def committed(self, batch: CommittedBatch) -> None:
         """Spark committed ``batch``; a started replica applies it (in its own thread)."""
         with self._changed:

@@ -56,13 +56,7 @@ from kspark.runtime.spark.kafka_io import (
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
 from kspark.runtime.spark.metrics import CLIENT_GROUP, ProgressListener, lag_metrics, thread_metrics
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
-from kspark.runtime.spark.replica import (
-    CommittedBatch,
-    StoreReplicas,
-    create_changelog_topics,
-    position_of,
-    store_homes,
-)
+from kspark.runtime.spark.replica import StoreReplicas, create_changelog_topics, store_homes
 from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import (
@@ -260,8 +254,6 @@ class SparkRunner:
         )
         # Interactive queries (replica.py): made once the plan is known, started on first use.
         self.replicas: StoreReplicas | None = None
-        self._changelog_ends: dict[tuple[str, int], dict[tuple[str, int], int]] = {}
-        self._changelog_lister: OffsetLister | None = None
         self.progress.on_commit = self._on_commit
 
     # ------------------------------------------------------------------ metrics
@@ -363,6 +355,10 @@ class SparkRunner:
                 refused,
                 self._replica_task,
                 librdkafka_client(self.config.originals(), "consumer"),
+                OffsetLister(
+                    ",".join(self.config.bootstrap_servers()),
+                    settings=librdkafka_security(self.config.originals(), "admin"),
+                ),
                 # Beside the checkpoints, not among them (_check_checkpoints); cleanup() deletes it.
                 os.path.join(self.config.state_dir(), self.config.application_id(), "store-replicas.json"),
             )
@@ -596,40 +592,9 @@ class SparkRunner:
         self.records_written += written
 
     # ------------------------------------------------------------------ interactive queries
-    def _changelog_ends_of(self, query: QueryPlan) -> Callable[[int], None] | None:
-        """What records where a batch of ``query`` left its stores' changelogs (None: it has no
-        queryable store). Listed right after the batch's tasks returned: no other batch of the
-        query writes to them then, so the ends are the batch's own."""
-        replicas = self.replicas
-        if replicas is None:
-            return None
-        partitions = [
-            (home.changelog, p)
-            for home in replicas.homes.values()
-            if home.query == query.name
-            for p in range(home.tasks)
-        ]
-        if not partitions:
-            return None
-
-        def record(batch_id: int) -> None:
-            if self._changelog_lister is None:
-                self._changelog_lister = OffsetLister(
-                    ",".join(self.config.bootstrap_servers()),
-                    settings=librdkafka_security(self.config.originals(), "admin"),
-                )
-            ends = self._changelog_lister.offsets(partitions, latest=True)
-            self._changelog_ends[(query.name, batch_id)] = ends
-
-        return record
-
     def _on_commit(self, query: str, batch_id: int, ends: dict[tuple[str, int], int]) -> None:
-        """Spark committed ``batch_id`` of ``query``: the replicas may show it."""
-        changelog = self._changelog_ends.pop((query, batch_id), None)
-        for old in [k for k in self._changelog_ends if k[0] == query and k[1] < batch_id]:
-            del self._changelog_ends[old]
-        if changelog is not None and self.replicas is not None:
-            self.replicas.committed(CommittedBatch(query, batch_id, changelog, position_of(ends)))
+        if self.replicas is not None:
+            self.replicas.on_progress(query, batch_id, ends)
 
     def _replica_task(self, subtopology: int, partition: int) -> StreamTask:
         """A task whose stores a replica fills: never run, and without record caches (a cache
@@ -659,7 +624,8 @@ class SparkRunner:
             self.progress.attach(self.spark)
         except Exception as e:  # a session without Python listeners: the application runs, unmeasured
             _log.warning("no streaming query listener, so metrics() reports no batches: %s", e)
-        run_batch = _RunBatch(self._on_batch, tail, self._stopping, self._changelog_ends_of(query))
+        after = self.replicas.after_batch(query.name) if self.replicas is not None else None
+        run_batch = _RunBatch(self._on_batch, tail, self._stopping, after)
         self._batch_functions[query.name] = run_batch
         writer = (
             stage.writeStream.queryName(query.name)

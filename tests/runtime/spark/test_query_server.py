@@ -42,15 +42,15 @@ from kspark.errors import StreamsException
 from kspark.kstream.windowed import TimeWindow, Windowed
 from kspark.processor.internals.partitioning import default_partition
 from kspark.query import HostInfo, Position
-from kspark.runtime.query_server import (
+from kspark.runtime.query_codec import (
     QueryError,
-    QueryServer,
     decode_cursor,
     encode_cursor,
     key_from_text,
     parse_position,
     to_json,
 )
+from kspark.runtime.query_server import QueryServer
 from kspark.serde import Serdes
 from kspark.state import QueryableStoreTypes
 from kspark.state.api import ValueAndTimestamp
