@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,7 +43,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from bench.run import SYSTEMS, add_common_args, export_kspark, preload, run_system
-from kspark.dev.kafka import LocalKafka
+from kspark.dev.kafka import LocalKafka, free_port
 
 TRIGGER_MS = 1000
 
@@ -76,13 +75,6 @@ def changelog_cost(kafka: LocalKafka, args: argparse.Namespace) -> dict[str, Any
             print(f"W2 kspark {rev}: {result.rate:,.0f} rec/s", flush=True)
     base, new = (statistics.median(rates[r]) for r in (args.base, args.kspark_rev))
     return {"rates": rates, "base_median": base, "new_median": new, "ratio": new / base}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _load_keys(kafka: LocalKafka, topic: str, keys: int, partitions: int) -> dict[int, int]:
@@ -142,7 +134,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         .to("iq-w2-out", Produced.with_(s, long_))
     )
     kafka.create_topic("iq-w2-out", args.partitions)
-    port = _free_port()
+    port = free_port()
     config = {
         "application.id": "bench-iq",
         "bootstrap.servers": kafka.bootstrap_servers,

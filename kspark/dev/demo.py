@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from typing import Any, TextIO
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
-from kspark.dev.kafka import LocalKafka
+from kspark.dev.kafka import LocalKafka, free_port
 
 __all__ = [
     "INPUT_TOPIC",
@@ -211,7 +210,7 @@ def run_demo(
             "commit.interval.ms": 1000,
             "state.dir": state_dir,
             # Interactive queries over HTTP (docs/interactive-queries.md), on loopback.
-            "application.server": f"127.0.0.1:{_free_port()}",
+            "application.server": f"127.0.0.1:{free_port()}",
         }
         app = KafkaStreams(topology, config)
         t_start = time.monotonic()
@@ -249,13 +248,6 @@ def run_demo(
         return 1
     _print(out, "output matches the expected records exactly")
     return 0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _query_counts(server: str, want: dict[str, int], out: TextIO) -> dict[str, int]:

@@ -46,6 +46,7 @@ __all__ = [
     "KafkaRecord",
     "LocalKafka",
     "ProduceRecord",
+    "free_port",
 ]
 
 BROKER_DEFAULTS: dict[str, str] = {
@@ -139,7 +140,8 @@ def _headers(raw: object) -> tuple[tuple[str, bytes | None], ...]:
     return tuple(out)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a broker, a registry, an endpoint)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -377,8 +379,8 @@ class LocalKafka:
         if again is not None:
             workdir, port, controller_port, owned = again
         else:
-            port = self._requested_port if self._requested_port is not None else _free_port()
-            controller_port = _free_port()
+            port = self._requested_port if self._requested_port is not None else free_port()
+            controller_port = free_port()
             if self._data_dir is not None:
                 self._data_dir.mkdir(parents=True, exist_ok=True)
                 workdir = self._data_dir
@@ -396,7 +398,7 @@ class LocalKafka:
                 security = kafka_security.BrokerSecurity(
                     user=kafka_security.USER,
                     password=self._password,
-                    ports={name: _free_port() for name in kafka_security.LISTENERS},
+                    ports={name: free_port() for name in kafka_security.LISTENERS},
                     tls=kafka_security.generate_tls(workdir / "tls"),
                 )
         except BaseException:

@@ -20,7 +20,6 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -28,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from kspark.dev.kafka import free_port
 from kspark.jvm.jars import find_java, find_maven, kspark_home, staged_dir
 
 __all__ = ["ApicurioRegistry", "SOURCE"]
@@ -51,12 +51,6 @@ def _die_with_parent() -> None:
     and exec)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def build(log: bool = True) -> Path:
@@ -99,7 +93,7 @@ class ApicurioRegistry:
     """Apicurio Registry on a free loopback port: ``with ApicurioRegistry() as r: r.url``."""
 
     def __init__(self, startup_timeout_s: float = 60.0) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.startup_timeout_s = startup_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None

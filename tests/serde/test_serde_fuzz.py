@@ -57,12 +57,8 @@ ANY_OBJECT = st.recursive(
             Windowed,
             st.one_of(st.text(max_size=5), st.integers(), st.none()),
             st.one_of(
-                st.builds(
-                    lambda s, n: TimeWindow(s, s + n), st.integers(0, 2**62), st.integers(1, 10**6)
-                ),
-                st.builds(
-                    lambda s, n: SessionWindow(s, s + n), st.integers(0, 2**62), st.integers(0, 10**6)
-                ),
+                st.builds(lambda s, n: TimeWindow(s, s + n), st.integers(0, 2**62), st.integers(1, 10**6)),
+                st.builds(lambda s, n: SessionWindow(s, s + n), st.integers(0, 2**62), st.integers(0, 10**6)),
             ),
         ),
     ),

@@ -10,7 +10,6 @@ position names.
 from __future__ import annotations
 
 import operator
-import socket
 import sys
 import threading
 import time
@@ -33,7 +32,7 @@ from kspark import (
     TimeWindows,
     Topology,
 )
-from kspark.dev.kafka import LocalKafka
+from kspark.dev.kafka import LocalKafka, free_port
 from kspark.errors import InvalidStateStoreException, UnknownStateStoreException
 from kspark.processor.internals.partitioning import default_partition
 from kspark.query import HostInfo, Position, PositionBound, StoreQueryParameters
@@ -74,13 +73,6 @@ def _stores_topology(src: str, dst: str) -> Topology:
         Materialized.as_("sessions")
     )
     return b.build()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _records(n: int, keys: int, start: int = 0) -> list[tuple[bytes, bytes, int]]:
@@ -144,7 +136,7 @@ def test_every_store_kind_reads_as_the_driver_after_the_same_input(
     src, dst = topic_factory("in", partitions=2), topic_factory("out", partitions=2)
     records = _records(60, keys=7)
     _produce(kafka, src, records, 2)
-    port = _free_port()
+    port = free_port()
     config = _config(kafka, tmp_path, "iq-kinds", **{"application.server": f"localhost:{port}"})
     app = KafkaStreams(_stores_topology(src, dst), config, spark=spark)
     try:

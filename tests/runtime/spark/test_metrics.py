@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 import urllib.request
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder, Topology
-from kspark.dev.kafka import LocalKafka
+from kspark.dev.kafka import LocalKafka, free_port
 from kspark.metrics import MetricName
 from kspark.runtime.prometheus import MetricsEndpoint, prometheus_name
 from kspark.runtime.spark.metrics import QueryMetrics, end_offsets, lag_metrics, thread_metrics
@@ -24,12 +23,6 @@ pyspark_cloudpickle = pytest.importorskip("pyspark.cloudpickle")
 pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 S = Serdes.String()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_thread_metrics_are_totals_and_rates_over_the_sample_window() -> None:
@@ -73,7 +66,7 @@ def test_the_prometheus_endpoint_answers_with_kafka_streams_names_and_tags_as_la
             raise RuntimeError("broker away")  # a failing collection answers an empty scrape
         return {metric: 42.0}
 
-    endpoint = MetricsEndpoint(_free_port(), "app", collect)
+    endpoint = MetricsEndpoint(free_port(), "app", collect)
     try:
         url = f"http://127.0.0.1:{endpoint.port}/metrics"
         text = urllib.request.urlopen(url, timeout=10).read().decode()
@@ -104,7 +97,7 @@ def test_metrics_count_records_commits_and_lag_and_prometheus_serves_them(
     kafka.produce(
         src, [(f"k{i % 5}".encode(), b"drop" if i % 4 == 0 else b"v", 1_000 + i, i % 2) for i in range(200)]
     )
-    port = _free_port()
+    port = free_port()
     config = {
         "application.id": f"metrics-{src}",
         "bootstrap.servers": kafka.bootstrap_servers,

@@ -37,7 +37,7 @@ from kspark import (
     TimeWindows,
     Topology,
 )
-from kspark.dev.kafka import LocalKafka
+from kspark.dev.kafka import LocalKafka, free_port
 from kspark.errors import StreamsException
 from kspark.kstream.windowed import TimeWindow, Windowed
 from kspark.processor.internals.partitioning import default_partition
@@ -57,12 +57,6 @@ from kspark.state.api import ValueAndTimestamp
 
 S = Serdes.String()
 L = Serdes.Long()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # ---------------------------------------------------------------- fast: conversions, no Spark
@@ -232,7 +226,7 @@ def test_every_resource_answers_as_the_python_api_while_and_after_processing(
     first = _records(60, keys=7)
     _produce(kafka, src, first, 2)
     kafka.produce(ids, [(struct.pack(">q", i % 3), b"x", 1000 * (i + 1), 0) for i in range(10)])
-    port = _free_port()
+    port = free_port()
     config = {
         "application.id": "qs-all",
         "bootstrap.servers": kafka.bootstrap_servers,
