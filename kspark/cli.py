@@ -9,7 +9,8 @@ broker; ``kspark fetch-jars`` fills the JVM jar cache ahead of time; ``kspark
 ``demo`` and ``run`` print kspark's own lines only: Spark's, the Kafka clients'
 and kspark's logs go to a log file whose path they print first, unless
 ``--verbose`` (:mod:`kspark.runtime.logs`). A failed application is one
-paragraph; ``run --debug`` adds the full trace.
+paragraph; ``run --debug`` adds the full trace. ``demo``, ``run`` and
+``dev-kafka`` fetch the JVM jars they need on first use, saying so line by line.
 
 An application module defines ``topology`` (a :class:`kspark.Topology`, or a
 zero-argument function returning one) and ``config`` (a dict, or a function
@@ -133,9 +134,20 @@ def status_line(state: str, metrics: Mapping[Any, float]) -> str:
     )
 
 
+def _fetch_jars_first(names: Sequence[str]) -> None:
+    """Resolve the jar bundles ``names`` before a command starts a JVM: a bundle not in the cache
+    yet (a first run) is downloaded with its progress printed, on the terminal, as kspark's own
+    lines; a cached one costs a stamp read and prints nothing."""
+    from kspark.jvm import jars
+
+    for name in names:
+        jars.resolve_bundle(name, log=lambda line: print(line, flush=True))
+
+
 def _cmd_dev_kafka(args: argparse.Namespace) -> int:
     from kspark.dev.kafka import LocalKafka
 
+    _fetch_jars_first(["kafka-broker"])
     with LocalKafka(port=args.port, heap=args.heap, security=args.secure) as kafka:
         for spec in args.topic or []:
             name, _, parts = spec.partition(":")
@@ -255,11 +267,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from kspark import KafkaStreams
     from kspark.kafka_streams import StreamsUncaughtExceptionHandler
     from kspark.runtime.logs import application_log_path
+    from kspark.runtime.spark.jars import CONNECTOR_BUNDLE
 
     app = KafkaStreams(topology, config)  # a bad setting fails here, on the terminal, in one line
     name = str(config.get("application.id", args.app))
     log_path = None if args.verbose else application_log_path(config)
     _route_output(log_path, f"kspark run {args.app}")  # before start(): the JVM inherits the routing
+    _fetch_jars_first([CONNECTOR_BUNDLE])
     failures: list[BaseException] = []
 
     def on_failure(error: BaseException) -> StreamsUncaughtExceptionHandler:
@@ -361,9 +375,11 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from kspark.dev.demo import run_demo
+    from kspark.jvm.jars import DEFAULT_BUNDLES
     from kspark.runtime.logs import demo_log_path
 
     _route_output(None if args.verbose else demo_log_path(), "kspark demo")
+    _fetch_jars_first(DEFAULT_BUNDLES)  # the broker's and Spark's Kafka connector
     return run_demo(events=args.events, timeout=args.timeout, exactly_once=args.exactly_once, out=sys.stdout)
 
 

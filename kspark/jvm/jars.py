@@ -1,6 +1,7 @@
 """JVM artifact bundles: resolve once from Maven Central, then reuse offline.
 
-kspark needs three sets of jars, each described by a small pom under ``jvm/``:
+kspark needs three sets of jars, each described by a small pom installed with
+the package (``kspark/jvm/<bundle>/pom.xml``):
 
 * ``kafka-broker``: Apache Kafka 4.1.1, run by :class:`kspark.dev.LocalKafka`;
 * ``spark-kafka-connector``: Spark's Kafka source and sink for PySpark 4.2.0;
@@ -12,7 +13,8 @@ temporary directory that is renamed to
 succeeded and a completion stamp was written, so an interrupted download never
 looks finished. Later calls read the stamp and touch no network. When ``mvn``
 is not on ``PATH``, Apache Maven itself is downloaded from Maven Central,
-checked against its published SHA-512, and kept in the same cache.
+checked against its published SHA-512, and kept in the same cache. Given a
+``log``, a download says what it fetches and how far it got, a line at a time.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -52,6 +55,7 @@ __all__ = [
     "resolve_bundle",
     "classpath",
     "compile_java",
+    "MavenProgress",
 ]
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
@@ -71,6 +75,11 @@ _NETWORK_MARKERS = (
     "was not found in",
     "Could not resolve dependencies",
 )
+# Maven's transfer line in batch mode (-B), one per file it downloads:
+# "[INFO] Downloaded from central: https://repo.maven.apache.org/.../x-1.0.jar (12 kB at 30 kB/s)".
+_DOWNLOADED = re.compile(r"Downloaded from [^:\s]+: (?P<url>\S+) \((?P<size>[\d.]+) (?P<unit>[kMG]?B)\b")
+_UNITS = {"B": 1, "kB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000}
+_Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -134,21 +143,25 @@ def kspark_home() -> Path:
 def jvm_dir() -> Path:
     """The directory holding ``<bundle>/pom.xml``.
 
-    ``$KSPARK_JVM_DIR`` wins; otherwise ``jvm/`` next to the package, which is
-    where it is in a checkout and in the editable install ``./dev`` makes.
+    ``$KSPARK_JVM_DIR`` wins; otherwise this package's directory, where the
+    poms are in a checkout, in an editable install and in an installed wheel.
     """
     env = os.environ.get("KSPARK_JVM_DIR")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[2] / "jvm")
-    for c in candidates:
-        if (c / "kafka-broker" / "pom.xml").is_file():
-            return c
-    raise JvmSetupError(
-        "cannot find kspark's JVM bundle poms (looked in "
-        + ", ".join(str(c) for c in candidates)
-        + "); install kspark from a checkout with `pip install -e .` "
-        "or point KSPARK_JVM_DIR at the checkout's jvm/ directory"
-    )
+    if env:
+        directory = Path(env).expanduser()
+        if not (directory / "kafka-broker" / "pom.xml").is_file():
+            raise JvmSetupError(
+                f"KSPARK_JVM_DIR={env!r} has no kafka-broker/pom.xml; point it at a directory "
+                "with a <bundle>/pom.xml per bundle, or unset it to use the poms installed with kspark"
+            )
+        return directory
+    directory = Path(__file__).resolve().parent
+    if not (directory / "kafka-broker" / "pom.xml").is_file():
+        raise JvmSetupError(
+            f"kspark's JVM bundle poms are missing from {directory} (an incomplete install?); "
+            "reinstall kspark, or point KSPARK_JVM_DIR at a directory with a <bundle>/pom.xml per bundle"
+        )
+    return directory
 
 
 def find_java() -> Path:
@@ -199,11 +212,14 @@ def _download(url: str, dest: Path, timeout: float = 60.0) -> None:
         ) from exc
 
 
-def bootstrap_maven(home: Path | None = None, base_url: str = MAVEN_CENTRAL) -> Path:
+def bootstrap_maven(
+    home: Path | None = None, base_url: str = MAVEN_CENTRAL, *, log: _Log | None = None
+) -> Path:
     """Download Apache Maven into the cache (once) and return its ``bin/mvn``.
 
     The archive is checked against the ``.sha512`` published beside it and
     unpacked into a temporary directory that is renamed into place last.
+    ``log`` is told when the download starts and when Maven is ready.
     """
     home = home or kspark_home()
     tools = home / "tools"
@@ -217,6 +233,9 @@ def bootstrap_maven(home: Path | None = None, base_url: str = MAVEN_CENTRAL) -> 
             return mvn
         name = f"apache-maven-{MAVEN_VERSION}-bin.tar.gz"
         url = f"{base_url}/org/apache/maven/apache-maven/{MAVEN_VERSION}/{name}"
+        if log:
+            log(f"kspark: no mvn on PATH: downloading Apache Maven {MAVEN_VERSION} into {tools} ({url})")
+        started = time.monotonic()
         with tempfile.TemporaryDirectory(dir=tools, prefix=".tmp-maven-") as tmp:
             archive = Path(tmp) / name
             _download(url, archive)
@@ -236,15 +255,19 @@ def bootstrap_maven(home: Path | None = None, base_url: str = MAVEN_CENTRAL) -> 
             if not (inner / "bin" / "mvn").is_file():
                 raise ArtifactResolutionError(f"{url} has no apache-maven-{MAVEN_VERSION}/bin/mvn")
             os.rename(inner, final)
+            if log:
+                size = archive.stat().st_size / 1e6
+                seconds = time.monotonic() - started
+                log(f"kspark: Apache Maven {MAVEN_VERSION}: {size:.1f} MB, SHA-512 checked, {seconds:.1f} s")
     return mvn
 
 
-def find_maven(home: Path | None = None, base_url: str = MAVEN_CENTRAL) -> Path:
+def find_maven(home: Path | None = None, base_url: str = MAVEN_CENTRAL, *, log: _Log | None = None) -> Path:
     """``mvn`` on PATH, else a Maven bootstrapped into the cache."""
     found = shutil.which("mvn")
     if found:
         return Path(found)
-    return bootstrap_maven(home, base_url)
+    return bootstrap_maven(home, base_url, log=log)
 
 
 def bundle_dir(name: str, home: Path | None = None) -> Path:
@@ -277,7 +300,7 @@ def _stamp_matches(directory: Path, pom_sha: str | None) -> bool:
     stamp = _read_stamp(directory)
     if stamp is None:
         return False
-    # Without a pom to compare against (an installed wheel), trust the stamp.
+    # Without a pom to compare against (an install that lost its poms), trust the stamp.
     return pom_sha is None or stamp.get("pom_sha256") == pom_sha
 
 
@@ -306,7 +329,9 @@ def resolve_bundle(
     """The jar files of bundle ``name``, downloading them on first use.
 
     Returns absolute paths, sorted. A cached, complete bundle is returned
-    without running Maven or touching the network.
+    without running Maven or touching the network. When it is not, ``log`` is
+    told what is fetched, the download's progress (:class:`MavenProgress`) and
+    what it came to.
     """
     bundle = _bundle(name)
     home = home or kspark_home()
@@ -321,12 +346,13 @@ def resolve_bundle(
     with _locked(jars_root / f".lock-{bundle.key}"):
         if _stamp_matches(final, pom_sha):
             return _jars(final)
-        mvn = find_maven(home)
+        mvn = find_maven(home, log=log)
         if log:
             log(f"kspark: fetching {bundle.name} {bundle.version} jars from Maven Central into {final}")
         started = time.monotonic()
+        progress = MavenProgress(bundle.name, log)
         with staged_dir(final) as tmp:
-            _run_maven(mvn, java, pom, tmp, home / "m2", bundle)
+            _run_maven(mvn, java, pom, tmp, home / "m2", bundle, progress)
             jars = _jars(tmp)
             if not jars:
                 raise ArtifactResolutionError(f"Maven resolved no jars for bundle {bundle.name}")
@@ -342,14 +368,70 @@ def resolve_bundle(
             }
             (tmp / _STAMP).write_text(json.dumps(stamp, indent=2) + "\n")
         if log:
-            log(f"kspark: {bundle.name}: {len(jars)} jars, {size / 1e6:.1f} MB in {seconds} s")
+            done = f"{len(jars)} jars, {size / 1e6:.1f} MB in {seconds} s"
+            log(f"kspark: {bundle.name}: {done} ({progress.total()})")
     return _jars(final)
 
 
-def _run_maven(mvn: Path, java: Path, pom: Path, out: Path, repo: Path, bundle: Bundle) -> None:
+class MavenProgress:
+    """What Maven downloaded for one bundle, read from its transfer lines.
+
+    :meth:`feed` takes Maven's output a line at a time; a download is told to
+    ``log`` as a count, the bytes and the latest file, at most once every
+    ``interval`` seconds (the first at once): a cold fetch of the broker's
+    bundle is 333 files (its jars and poms, and Maven's dependency plugin with
+    its own), a line every couple of seconds rather than hundreds.
+    """
+
+    def __init__(
+        self,
+        bundle: str,
+        log: _Log | None,
+        *,
+        interval: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.bundle = bundle
+        self.files = 0
+        self.bytes = 0
+        self.latest = ""
+        self._log = log
+        self._interval = interval
+        self._clock = clock
+        self._told_at: float | None = None
+
+    def feed(self, line: str) -> None:
+        """Count ``line`` if it is a finished download, and tell it if it is time to."""
+        match = _DOWNLOADED.search(line)
+        if match is None:
+            return
+        self.files += 1
+        self.bytes += round(float(match["size"]) * _UNITS[match["unit"]])
+        self.latest = match["url"].rsplit("/", 1)[-1]
+        now = self._clock()
+        if self._log is not None and (self._told_at is None or now - self._told_at >= self._interval):
+            self._told_at = now
+            self._log(
+                f"kspark: {self.bundle}: {self._count()} downloaded ({self.bytes / 1e6:.1f} MB), "
+                f"latest {self.latest}"
+            )
+
+    def total(self) -> str:
+        """The downloads in words, for the line that ends the fetch."""
+        if self.files == 0:
+            return "Maven downloaded nothing: all of it was in its local repository"
+        return f"Maven downloaded {self._count()}, {self.bytes / 1e6:.1f} MB, poms and its plugins included"
+
+    def _count(self) -> str:
+        return f"{self.files} file{'' if self.files == 1 else 's'}"
+
+
+def _run_maven(
+    mvn: Path, java: Path, pom: Path, out: Path, repo: Path, bundle: Bundle, progress: MavenProgress
+) -> None:
+    # Not -q: Maven's transfer lines ("Downloaded from central: ...") are the progress.
     cmd = [
         str(mvn),
-        "-q",
         "-B",
         "-U",  # retry artifacts that an earlier failed run cached as missing
         "-f",
@@ -359,19 +441,26 @@ def _run_maven(mvn: Path, java: Path, pom: Path, out: Path, repo: Path, bundle: 
         "-DincludeScope=runtime",
         f"-DoutputDirectory={out}",
     ]
-    proc = subprocess.run(
+    lines: list[str] = []
+    with subprocess.Popen(
         cmd,
         env=_java_env(java),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        check=False,
-    )
+        errors="replace",
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            progress.feed(line)
     if proc.returncode == 0:
         return
-    output = proc.stdout or ""
-    tail = "\n".join(line for line in output.splitlines()[-25:])
+    output = "\n".join(lines)
+    # Maven's INFO lines (transfers, the build's steps) come before its errors; the errors say why.
+    errors = [line for line in lines if line.startswith("[ERROR]")]
+    tail = "\n".join((errors or lines)[-25:])
     coords = ", ".join(bundle.coordinates)
     if any(marker in output for marker in _NETWORK_MARKERS):
         raise ArtifactResolutionError(
