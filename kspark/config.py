@@ -13,7 +13,9 @@ are accepted as Confluent names them: ``schema.registry.*``,
 ``key.subject.name.strategy``, ``value.subject.name.strategy`` and
 ``latest.cache.ttl.sec`` are checked here. Secrets (:func:`is_secret`, and
 the password of a URL's ``user:password@``) never show in a ``repr``.
-``cache.max.bytes.buffering`` is the deprecated alias of
+Each definition (:data:`CONFIG_DEFS`, :data:`PREFIX_DEFS`) also says which runner
+reads the setting and what it does; docs/configuration.md is generated from them
+(:mod:`kspark.tools.config_reference`). ``cache.max.bytes.buffering`` is the deprecated alias of
 ``statestore.cache.max.bytes``. Serde settings take a ``Serde`` instance or a
 name (``string``, ``long``, ``integer``, ``double``, ``bytes``, ``json``);
 handler settings take ``log_and_continue`` | ``log_and_fail`` | a callable.
@@ -27,6 +29,7 @@ import re
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from kspark.errors import ConfigException
@@ -36,7 +39,13 @@ __all__ = [
     "AT_LEAST_ONCE",
     "EXACTLY_ONCE_V2",
     "CONFIG_NAMES",
+    "CONFIG_DEFS",
+    "ConfigDef",
     "PASS_THROUGH_PREFIXES",
+    "PREFIX_DEFS",
+    "PrefixDef",
+    "DRIVER",
+    "SPARK",
     "is_secret",
     "redacted",
 ]
@@ -47,26 +56,114 @@ DEFAULT_COMMIT_INTERVAL_MS = 30_000
 EOS_DEFAULT_COMMIT_INTERVAL_MS = 100
 _SERDE_NAMES = ("string", "long", "integer", "double", "bytes", "json")
 
-PASS_THROUGH_PREFIXES = (
+DRIVER = "driver"
+"""The :class:`kspark.testing.TopologyTestDriver` (a value of :attr:`ConfigDef.runners`)."""
+SPARK = "spark"
+"""``KafkaStreams`` on Spark, with the ``kspark run``, ``reset`` and ``describe`` commands (a value
+of :attr:`ConfigDef.runners`)."""
+BOTH: tuple[str, ...] = (DRIVER, SPARK)
+NEITHER: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PrefixDef:
+    """A family of settings passed through under a prefix: who reads them and what they do
+    (docs/configuration.md is generated from these, :mod:`kspark.tools.config_reference`)."""
+
+    prefix: str
+    runners: tuple[str, ...]
+    doc: str
+
+
+PREFIX_DEFS: tuple[PrefixDef, ...] = (
     # How every client connects (security.protocol is a Kafka Streams name too): Kafka Streams
     # gives an unprefixed client setting to all its clients (kspark.runtime.kafka_clients).
-    "ssl.",
-    "sasl.",
-    "consumer.",
-    "producer.",
-    "admin.",
-    "main.consumer.",
-    "restore.consumer.",
-    "global.consumer.",
-    "topic.",
-    "client.tag.",
-    "spark.",
+    PrefixDef(
+        "ssl.",
+        (SPARK,),
+        "How every Kafka client connects over TLS, in the Java client's names (with "
+        "`security.protocol`). Given as they are to Spark's Kafka source and translated for "
+        "kspark's librdkafka clients (settings that tune only the JVM's TLS go to Spark's source "
+        "only; one kspark cannot translate fails at `KafkaStreams(...)`; docs/operations.md). "
+        "A `consumer.`, `producer.` or `admin.` prefixed one wins for that kind of client.",
+    ),
+    PrefixDef(
+        "sasl.",
+        (SPARK,),
+        "How every Kafka client authenticates (SASL PLAIN, SCRAM, OAUTHBEARER), in the Java "
+        "client's names; as `ssl.*` (docs/operations.md). The schema-registry serdes read "
+        "`sasl.jaas.config` (or `sasl.username` and `sasl.password`) for "
+        "`basic.auth.credentials.source=SASL_INHERIT`.",
+    ),
+    PrefixDef(
+        "consumer.",
+        (SPARK,),
+        "Settings of kspark's consumers: `kafka.*` options of Spark's Kafka source, and the "
+        "direct read's librdkafka consumers when librdkafka knows every one (otherwise stateless "
+        "sub-topologies read through Spark's Kafka source; `kspark describe --spark` says so). "
+        "`consumer.isolation.level` must stay `read_committed`.",
+    ),
+    PrefixDef(
+        "producer.",
+        (SPARK,),
+        "Settings of the producers that write the application's output, repartition and "
+        "changelog records (librdkafka, names as given). Under `exactly_once_v2`, "
+        "`producer.enable.idempotence` must stay `true`, `producer.acks` `all`, and "
+        "`producer.transactional.id` unset.",
+    ),
+    PrefixDef(
+        "admin.",
+        (SPARK,),
+        "Connection settings (`security.protocol`, `ssl.*`, `sasl.*`) of kspark's admin clients "
+        "only. Other `admin.*` settings have no effect.",
+    ),
+    PrefixDef(
+        "main.consumer.",
+        NEITHER,
+        "Kafka Streams' main consumer. kspark's consumers all take `consumer.*`: a connection "
+        "setting here is refused, `main.consumer.isolation.level` must stay `read_committed`, "
+        "others have no effect.",
+    ),
+    PrefixDef(
+        "restore.consumer.",
+        NEITHER,
+        "Kafka Streams' restore consumer; a connection setting here is refused, others have no effect.",
+    ),
+    PrefixDef(
+        "global.consumer.",
+        NEITHER,
+        "Kafka Streams' global consumer; a connection setting here is refused, others have no effect.",
+    ),
+    PrefixDef(
+        "topic.",
+        NEITHER,
+        "Kafka Streams' settings of internal topics. kspark creates repartition topics with the "
+        "broker's defaults and changelog topics with its own (compacted; window and session "
+        "stores `compact,delete`), and reads none of these.",
+    ),
+    PrefixDef("client.tag.", NEITHER, "Kafka Streams' client tags for rack-aware standby placement."),
+    PrefixDef(
+        "spark.",
+        (SPARK,),
+        "Spark settings of the SparkSession kspark creates, over kspark's defaults (docs/setup.md); "
+        "with `KafkaStreams(..., spark=session)` the session keeps its own. `spark.speculation` "
+        "must stay `false`. `spark.kspark.*` are the Spark runner's own settings (below).",
+    ),
     # The schema-registry serdes' settings, as Confluent's serdes name them
     # (kspark.serde.schema_registry checks them when a serde is configured).
-    "schema.registry.",
-    "basic.auth.",
-    "bearer.auth.",
+    PrefixDef(
+        "schema.registry.",
+        BOTH,
+        "The schema-registry serdes' settings, as Confluent names them (`schema.registry.url` ...), "
+        "read by a serde from the config it is configured with (docs/schemas.md).",
+    ),
+    PrefixDef("basic.auth.", BOTH, "The schema-registry serdes' basic authentication (docs/schemas.md)."),
+    PrefixDef(
+        "bearer.auth.", BOTH, "The schema-registry serdes' bearer-token and OAuth settings (docs/schemas.md)."
+    ),
 )
+
+PASS_THROUGH_PREFIXES: tuple[str, ...] = tuple(p.prefix for p in PREFIX_DEFS)
 
 
 _SECRET = re.compile(
@@ -97,99 +194,387 @@ def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class _Def:
+class ConfigDef:
+    """One Kafka Streams setting: how it is checked, its default, which runners read it
+    (:data:`DRIVER`, :data:`SPARK`; none: accepted so that a Kafka Streams config works unchanged,
+    without effect) and what it does. docs/configuration.md is generated from these
+    (:mod:`kspark.tools.config_reference`)."""
+
     kind: str  # str|int|long|bool|list|class|serde|handler|extractor|any
     default: Any = None
     choices: tuple[Any, ...] | None = None
     at_least: int | None = None
     required: bool = False
+    runners: tuple[str, ...] = ()
+    doc: str = ""
+    shown_default: str | None = None  # the default in words, where it is computed
 
 
-def _d(kind: str, default: Any = None, **kw: Any) -> _Def:
-    return _Def(kind, default, **kw)
+def _d(kind: str, default: Any = None, **kw: Any) -> ConfigDef:
+    return ConfigDef(kind, default, **kw)
 
 
 _HANDLER_HELP = (
     "'log_and_continue', 'log_and_fail' or a callable (context, record, exception) -> HandlerResponse"
 )
 
-_DEFS: dict[str, _Def] = {
-    "application.id": _d("str", required=True),
-    "bootstrap.servers": _d("list", required=True),
-    "num.standby.replicas": _d("int", 0),
-    "state.dir": _d("str", os.path.join(tempfile.gettempdir(), "kafka-streams")),
-    "acceptable.recovery.lag": _d("long", 10_000, at_least=0),
-    "cache.max.bytes.buffering": _d("long", 10 * 1024 * 1024, at_least=0),
-    "statestore.cache.max.bytes": _d("long", 10 * 1024 * 1024, at_least=0),
-    "client.id": _d("str", ""),
-    "default.deserialization.exception.handler": _d("handler", "log_and_fail"),
-    "deserialization.exception.handler": _d("handler", "log_and_fail"),
-    "default.key.serde": _d("serde"),
-    "default.value.serde": _d("serde"),
-    "default.list.key.serde.inner": _d("any"),
-    "default.list.value.serde.inner": _d("any"),
-    "default.list.key.serde.type": _d("any"),
-    "default.list.value.serde.type": _d("any"),
-    "default.production.exception.handler": _d("handler", "log_and_fail"),
-    "production.exception.handler": _d("handler", "log_and_fail"),
-    "default.timestamp.extractor": _d("extractor", "FailOnInvalidTimestamp"),
-    "max.task.idle.ms": _d("long", 0),
-    "max.warmup.replicas": _d("int", 2, at_least=1),
-    "num.stream.threads": _d("int", 1, at_least=1),
-    "processing.exception.handler": _d("handler", "log_and_fail"),
-    "processing.guarantee": _d("str", AT_LEAST_ONCE, choices=(AT_LEAST_ONCE, EXACTLY_ONCE_V2)),
-    "rack.aware.assignment.non_overlap_cost": _d("int"),
-    "rack.aware.assignment.strategy": _d(
-        "str", "none", choices=("none", "min_traffic", "balance_subtopology")
+_NO_CLIENT_SETTING = (
+    "kspark gives its Kafka clients only `security.protocol`, `ssl.*` and `sasl.*` unprefixed; other "
+    "client settings take the `consumer.` or `producer.` prefix."
+)
+
+
+def _client(kafka: str) -> str:
+    return f"Kafka Streams: {kafka}, for its clients. {_NO_CLIENT_SETTING}"
+
+
+_SCHEMA_REGISTRY = (
+    "Read by the schema-registry serdes from the config they are configured with (docs/schemas.md)."
+)
+
+_DEFS: dict[str, ConfigDef] = {
+    "application.id": _d(
+        "str",
+        required=True,
+        runners=BOTH,
+        doc="The application's name. Its internal topics (`<application.id>-...-repartition`, "
+        "`-changelog`), its consumer group, its transactional ids, its Spark queries and its "
+        "directory under `state.dir` are named after it. The TopologyTestDriver makes one up when "
+        "it is not given.",
     ),
-    "rack.aware.assignment.tags": _d("list", []),
-    "rack.aware.assignment.traffic_cost": _d("int"),
-    "task.assignor.class": _d("str"),
-    "replication.factor": _d("int", -1),
-    "security.protocol": _d("str", "PLAINTEXT", choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
-    "task.timeout.ms": _d("long", 300_000, at_least=0),
-    "topology.optimization": _d("str", "none"),
-    "application.server": _d("str", ""),
-    "buffered.records.per.partition": _d("int", 1000),
-    "built.in.metrics.version": _d("str", "latest", choices=("latest",)),
-    "commit.interval.ms": _d("long", None, at_least=0),
-    "enable.metrics.push": _d("bool", True),
-    "repartition.purge.interval.ms": _d("long", DEFAULT_COMMIT_INTERVAL_MS, at_least=0),
-    "connections.max.idle.ms": _d("long", 540_000),
-    "default.dsl.store": _d("str", "rocksDB", choices=("rocksDB", "in_memory")),
-    "dsl.store.suppliers.class": _d("any"),
-    "default.client.supplier": _d("any"),
-    "log.summary.interval.ms": _d("long", 120_000),
-    "metadata.max.age.ms": _d("long", 300_000, at_least=0),
-    "metrics.num.samples": _d("int", 2, at_least=1),
-    "metric.reporters": _d("list", []),
-    "metrics.recording.level": _d("str", "INFO", choices=("INFO", "DEBUG", "TRACE")),
-    "metrics.sample.window.ms": _d("long", 30_000, at_least=0),
-    "poll.ms": _d("long", 100),
-    "probing.rebalance.interval.ms": _d("long", 600_000, at_least=60_000),
-    "receive.buffer.bytes": _d("int", 32 * 1024, at_least=-1),
-    "reconnect.backoff.ms": _d("long", 50, at_least=0),
-    "reconnect.backoff.max.ms": _d("long", 1000, at_least=0),
-    "retry.backoff.ms": _d("long", 100, at_least=0),
-    "request.timeout.ms": _d("int", 40_000, at_least=0),
-    "rocksdb.config.setter": _d("any"),
-    "send.buffer.bytes": _d("int", 128 * 1024, at_least=-1),
-    "state.cleanup.delay.ms": _d("long", 600_000),
-    "upgrade.from": _d("str"),
-    "windowed.inner.class.serde": _d("any"),
-    "windowstore.changelog.additional.retention.ms": _d("long", 24 * 60 * 60 * 1000),
-    "window.size.ms": _d("long"),
-    "errors.dead.letter.queue.topic.name": _d("str"),
+    "bootstrap.servers": _d(
+        "list",
+        required=True,
+        runners=(SPARK,),
+        doc="The Kafka brokers, `host:port`, comma-separated or a list. The TopologyTestDriver "
+        "connects to nothing and fills in a dummy one when it is not given.",
+    ),
+    "num.standby.replicas": _d(
+        "int",
+        0,
+        doc="Kafka Streams: standby replicas per task. kspark keeps none: on Spark a task's "
+        "state is in Spark's checkpoint.",
+    ),
+    "state.dir": _d(
+        "str",
+        os.path.join(tempfile.gettempdir(), "kafka-streams"),
+        runners=(SPARK,),
+        shown_default="`kafka-streams` in the system's temporary directory",
+        doc="Where an application keeps its local state: `state.dir/<application.id>/` holds the "
+        "Spark checkpoints (input offsets and state), the interactive-query replicas' last "
+        "committed batch and `kspark run`'s log file. On a cluster it must be storage that every "
+        "node and a restarted driver reach (docs/cluster.md). `kspark reset` and "
+        "`KafkaStreams.cleanup()` delete the application's directory.",
+    ),
+    "acceptable.recovery.lag": _d(
+        "long",
+        10_000,
+        at_least=0,
+        doc="Kafka Streams: how far behind a client may be and still "
+        "count as caught up for a task (task assignment).",
+    ),
+    "cache.max.bytes.buffering": _d(
+        "long",
+        10 * 1024 * 1024,
+        at_least=0,
+        runners=BOTH,
+        doc="The deprecated name of `statestore.cache.max.bytes`; read when that is not given.",
+    ),
+    "statestore.cache.max.bytes": _d(
+        "long",
+        10 * 1024 * 1024,
+        at_least=0,
+        runners=BOTH,
+        doc="The record cache's size in bytes (KIP-63). Each task has a cache of this size (Kafka "
+        "Streams divides it among its threads). A caching store forwards the latest value per key "
+        "at each commit: on Spark at the end of each micro-batch, in the TopologyTestDriver after "
+        "each input record; earlier when the cache is full. `0` turns caching off (every update is "
+        "forwarded) and, on Spark, native lowering with it.",
+    ),
+    "client.id": _d("str", "", doc="Kafka Streams: the prefix of its clients' `client.id`s."),
+    "default.deserialization.exception.handler": _d(
+        "handler",
+        "log_and_fail",
+        runners=BOTH,
+        doc="What happens to an input record that cannot be deserialized: `log_and_fail` stops "
+        "the application, `log_and_continue` logs and skips the record, a callable "
+        "`(context, record, exception) -> HandlerResponse` decides per record. The deprecated "
+        "name of `deserialization.exception.handler`, read when that is not given.",
+    ),
+    "deserialization.exception.handler": _d(
+        "handler",
+        "log_and_fail",
+        runners=BOTH,
+        doc="As `default.deserialization.exception.handler` (Kafka 4.0's name; it wins when both are given).",
+    ),
+    "default.key.serde": _d(
+        "serde",
+        runners=BOTH,
+        doc="The key serde of every source, sink, store and repartition topic given none: a Serde "
+        "instance or one of `string`, `long`, `integer`, `double`, `bytes`, `json`. It is "
+        "configured with the application's config, as in Kafka Streams. Unset, a node that needs "
+        "it fails with a `TopologyException` naming the node.",
+    ),
+    "default.value.serde": _d("serde", runners=BOTH, doc="As `default.key.serde`, for values."),
+    "default.list.key.serde.inner": _d(
+        "any", doc="Kafka Streams: the inner serde of a default `ListSerde` key."
+    ),
+    "default.list.value.serde.inner": _d(
+        "any", doc="Kafka Streams: the inner serde of a default `ListSerde` value."
+    ),
+    "default.list.key.serde.type": _d(
+        "any", doc="Kafka Streams: the list class of a default `ListSerde` key."
+    ),
+    "default.list.value.serde.type": _d(
+        "any", doc="Kafka Streams: the list class of a default `ListSerde` value."
+    ),
+    "default.production.exception.handler": _d(
+        "handler",
+        "log_and_fail",
+        runners=BOTH,
+        doc="The deprecated name of `production.exception.handler`, read when that is not given.",
+    ),
+    "production.exception.handler": _d(
+        "handler",
+        "log_and_fail",
+        runners=BOTH,
+        doc="What happens to an output record that cannot be serialized: `log_and_fail`, "
+        "`log_and_continue` (drop it) or a callable. A record Kafka refuses to take fails the "
+        "Spark task, and the micro-batch runs again.",
+    ),
+    "default.timestamp.extractor": _d(
+        "extractor",
+        "FailOnInvalidTimestamp",
+        runners=BOTH,
+        doc="How a source record's timestamp is chosen: a `TimestampExtractor` (`kspark.processor` "
+        "has Kafka's: `FailOnInvalidTimestamp`, `LogAndSkipOnInvalidTimestamp`, "
+        "`UsePartitionTimeOnInvalidTimestamp`, `WallclockTimestampExtractor`), its name, or a "
+        "callable `(record, partition_time) -> int`.",
+    ),
+    "max.task.idle.ms": _d(
+        "long",
+        0,
+        doc="Kafka Streams: how long a task waits for data on all its input partitions "
+        "before it processes the records it has.",
+    ),
+    "max.warmup.replicas": _d(
+        "int", 2, at_least=1, doc="Kafka Streams: warm-up replicas while tasks move between clients."
+    ),
+    "num.stream.threads": _d(
+        "int",
+        1,
+        at_least=1,
+        doc="Kafka Streams: threads per instance. On Spark the parallelism is one Spark task per "
+        "Kafka Streams task (input partition), spread over the executors' cores (docs/cluster.md).",
+    ),
+    "processing.exception.handler": _d(
+        "handler",
+        "log_and_fail",
+        runners=BOTH,
+        doc="What happens when a processor or punctuator raises: `log_and_fail`, "
+        "`log_and_continue` (skip the record) or a callable (KIP-1033).",
+    ),
+    "processing.guarantee": _d(
+        "str",
+        AT_LEAST_ONCE,
+        choices=(AT_LEAST_ONCE, EXACTLY_ONCE_V2),
+        runners=(SPARK,),
+        doc="`at_least_once`: a micro-batch run again after a failure writes its output again. "
+        "`exactly_once_v2`: each task writes a micro-batch's output, changelog records and input "
+        "offsets in one Kafka transaction (docs/state-and-guarantees.md); downstream consumers "
+        "must read `read_committed`.",
+    ),
+    "rack.aware.assignment.non_overlap_cost": _d("int", doc="Kafka Streams: rack-aware task assignment."),
+    "rack.aware.assignment.strategy": _d(
+        "str",
+        "none",
+        choices=("none", "min_traffic", "balance_subtopology"),
+        doc="Kafka Streams: rack-aware task assignment.",
+    ),
+    "rack.aware.assignment.tags": _d("list", [], doc="Kafka Streams: rack-aware standby placement."),
+    "rack.aware.assignment.traffic_cost": _d("int", doc="Kafka Streams: rack-aware task assignment."),
+    "task.assignor.class": _d("str", doc="Kafka Streams: a custom task assignor."),
+    "replication.factor": _d(
+        "int",
+        -1,
+        doc="Kafka Streams: the replication factor of internal topics. kspark creates them with "
+        "the broker's default.",
+    ),
+    "security.protocol": _d(
+        "str",
+        "PLAINTEXT",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        runners=(SPARK,),
+        doc="How every Kafka client connects (docs/operations.md); `consumer.`, `producer.` or "
+        "`admin.` prefixed, for that kind of client only.",
+    ),
+    "task.timeout.ms": _d(
+        "long",
+        300_000,
+        at_least=0,
+        doc="Kafka Streams: how long a task may stall on client timeouts before it fails.",
+    ),
+    "topology.optimization": _d(
+        "str",
+        "none",
+        doc="Kafka Streams: DSL optimisations. `StreamsBuilder.build(props)` checks the value it is "
+        "given and applies none (Kafka Streams' `none`).",
+    ),
+    "application.server": _d(
+        "str",
+        "",
+        runners=(SPARK,),
+        doc="`host:port` where this instance answers: the interactive-query metadata names it, and "
+        "the application serves its stores over HTTP there from `start()` or `process_available()` "
+        "to `close()` (docs/interactive-queries.md). Empty: no endpoint.",
+    ),
+    "buffered.records.per.partition": _d(
+        "int", 1000, doc="Kafka Streams: records buffered per input partition."
+    ),
+    "built.in.metrics.version": _d(
+        "str", "latest", choices=("latest",), doc="Kafka Streams: the version of its built-in metrics."
+    ),
+    "commit.interval.ms": _d(
+        "long",
+        None,
+        at_least=0,
+        runners=(SPARK,),
+        shown_default="30000 (100 with `exactly_once_v2`)",
+        doc="How often tasks commit. On Spark a micro-batch is a commit: this is the trigger "
+        "interval of `start()`. The TopologyTestDriver commits after every input record.",
+    ),
+    "enable.metrics.push": _d(
+        "bool", True, doc="Kafka Streams: push client metrics to the broker (KIP-714)."
+    ),
+    "repartition.purge.interval.ms": _d(
+        "long",
+        DEFAULT_COMMIT_INTERVAL_MS,
+        at_least=0,
+        doc="Kafka Streams: how often consumed records of repartition topics are deleted. kspark "
+        "deletes none; repartition topics keep records as the broker's retention says.",
+    ),
+    "connections.max.idle.ms": _d("long", 540_000, doc=_client("idle connections are closed after this")),
+    "default.dsl.store": _d(
+        "str",
+        "rocksDB",
+        choices=("rocksDB", "in_memory"),
+        doc="Kafka Streams: the kind of store the DSL builds. kspark's DSL stores keep Kafka's "
+        "persistent stores' semantics and live in memory.",
+    ),
+    "dsl.store.suppliers.class": _d("any", doc="Kafka Streams: the store suppliers the DSL uses."),
+    "default.client.supplier": _d("any", doc="Kafka Streams: a factory of its Kafka clients."),
+    "log.summary.interval.ms": _d("long", 120_000, doc="Kafka Streams: how often a thread logs a summary."),
+    "metadata.max.age.ms": _d("long", 300_000, at_least=0, doc=_client("how often metadata is refreshed")),
+    "metrics.num.samples": _d(
+        "int",
+        2,
+        at_least=1,
+        runners=(SPARK,),
+        doc="Samples in the window over which `KafkaStreams.metrics()` computes its rates and "
+        "latencies (docs/operations.md).",
+    ),
+    "metric.reporters": _d("list", [], doc="Kafka Streams: classes that receive its metrics."),
+    "metrics.recording.level": _d(
+        "str", "INFO", choices=("INFO", "DEBUG", "TRACE"), doc="Kafka Streams: which metrics are recorded."
+    ),
+    "metrics.sample.window.ms": _d(
+        "long",
+        30_000,
+        at_least=0,
+        runners=(SPARK,),
+        doc="The length of one sample of the rates and latencies of `KafkaStreams.metrics()`.",
+    ),
+    "poll.ms": _d("long", 100, doc="Kafka Streams: how long a thread blocks waiting for input."),
+    "probing.rebalance.interval.ms": _d(
+        "long", 600_000, at_least=60_000, doc="Kafka Streams: how often it checks warm-up replicas."
+    ),
+    "receive.buffer.bytes": _d("int", 32 * 1024, at_least=-1, doc=_client("the TCP receive buffer")),
+    "reconnect.backoff.ms": _d("long", 50, at_least=0, doc=_client("the wait before a reconnect")),
+    "reconnect.backoff.max.ms": _d(
+        "long",
+        1000,
+        at_least=0,
+        doc=_client("the longest wait before a reconnect"),
+    ),
+    "retry.backoff.ms": _d(
+        "long",
+        100,
+        at_least=0,
+        doc=_client("the wait before a failed request is retried"),
+    ),
+    "request.timeout.ms": _d("int", 40_000, at_least=0, doc=_client("how long a request may take")),
+    "rocksdb.config.setter": _d("any", doc="Kafka Streams: tunes its RocksDB stores. kspark has none."),
+    "send.buffer.bytes": _d("int", 128 * 1024, at_least=-1, doc=_client("the TCP send buffer")),
+    "state.cleanup.delay.ms": _d(
+        "long", 600_000, doc="Kafka Streams: when the state of tasks that moved away is deleted."
+    ),
+    "upgrade.from": _d("str", doc="Kafka Streams: the version a rolling upgrade starts from."),
+    "windowed.inner.class.serde": _d(
+        "any", doc="Kafka Streams: the inner serde of a windowed serde made by its class name."
+    ),
+    "windowstore.changelog.additional.retention.ms": _d(
+        "long",
+        24 * 60 * 60 * 1000,
+        runners=(SPARK,),
+        doc="Added to a window or session store's retention for its changelog topic's "
+        "`retention.ms`, when kspark creates the topic.",
+    ),
+    "window.size.ms": _d(
+        "long",
+        runners=BOTH,
+        doc="The window size of a `TimeWindowedDeserializer` made without one, read when it is "
+        "configured with the application's config (as a default serde is).",
+    ),
+    "errors.dead.letter.queue.topic.name": _d(
+        "str",
+        runners=BOTH,
+        doc="A topic for the records an exception handler reports on (KIP-1034): the input "
+        "record's key and value with `__streams.errors.*` headers.",
+    ),
     # Confluent's schema-registry serde settings (kspark.serde.schema_registry; Confluent's defaults).
-    "auto.register.schemas": _d("bool", True),
-    "use.latest.version": _d("bool", False),
-    "normalize.schemas": _d("bool", False),
-    "key.subject.name.strategy": _d("any", "TopicNameStrategy"),
-    "value.subject.name.strategy": _d("any", "TopicNameStrategy"),
-    "latest.cache.ttl.sec": _d("long", -1, at_least=-1),
+    "auto.register.schemas": _d(
+        "bool",
+        True,
+        runners=BOTH,
+        doc=f"A serializer registers its schema under the subject. {_SCHEMA_REGISTRY}",
+    ),
+    "use.latest.version": _d(
+        "bool",
+        False,
+        runners=BOTH,
+        doc=f"Write with the subject's latest schema, and read into it. {_SCHEMA_REGISTRY}",
+    ),
+    "normalize.schemas": _d(
+        "bool",
+        False,
+        runners=BOTH,
+        doc=f"Normalize a schema before registering or looking it up. {_SCHEMA_REGISTRY}",
+    ),
+    "key.subject.name.strategy": _d(
+        "any",
+        "TopicNameStrategy",
+        runners=BOTH,
+        doc="How a key schema's subject is named: `TopicNameStrategy`, `RecordNameStrategy`, "
+        f"`TopicRecordNameStrategy` or a function. {_SCHEMA_REGISTRY}",
+    ),
+    "value.subject.name.strategy": _d(
+        "any",
+        "TopicNameStrategy",
+        runners=BOTH,
+        doc=f"As `key.subject.name.strategy`, for values. {_SCHEMA_REGISTRY}",
+    ),
+    "latest.cache.ttl.sec": _d(
+        "long",
+        -1,
+        at_least=-1,
+        runners=BOTH,
+        doc=f"How long a subject's latest version is cached, in seconds; `-1`: no expiry. {_SCHEMA_REGISTRY}",
+    ),
 }
 
 CONFIG_NAMES: frozenset[str] = frozenset(_DEFS)
+CONFIG_DEFS: Mapping[str, ConfigDef] = MappingProxyType(_DEFS)
+"""Every Kafka Streams setting kspark knows, by name (read-only)."""
 
 
 def _is_internal(key: str) -> bool:
@@ -201,7 +586,7 @@ def _fail(key: str, value: Any, allowed: str) -> ConfigException:
     return ConfigException(f"Invalid value {value!r} for configuration {key}: {allowed}")
 
 
-def _check(key: str, value: Any, d: _Def) -> Any:
+def _check(key: str, value: Any, d: ConfigDef) -> Any:
     if value is None:
         if d.required:
             raise ConfigException(f"Missing required configuration {key!r} which has no default value.")
