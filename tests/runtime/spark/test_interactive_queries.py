@@ -50,11 +50,18 @@ L = Serdes.Long()
 ENGINE = {"spark.kspark.nativeLowering": "false"}
 
 
+# The records' timestamps are from 1970: a window or session changelog's retention (the store's
+# plus this, from now) would let the broker delete them at its next retention check, and the
+# replicas would then rightly lack windows the reference still has.
+CENTURY_MS = 100 * 365 * 24 * 3600 * 1000
+
+
 def _config(kafka: LocalKafka, tmp_path: Path, app: str, **extra: Any) -> dict[str, Any]:
     return {
         "application.id": app,
         "bootstrap.servers": kafka.bootstrap_servers,
         "state.dir": str(tmp_path / "state"),
+        "windowstore.changelog.additional.retention.ms": CENTURY_MS,
         **ENGINE,
         **extra,
     }
@@ -345,6 +352,42 @@ def test_a_restarted_application_answers_from_its_last_committed_batch(
         assert sorted(
             kv.key.window.start for kv in app.store("windowed", QueryableStoreTypes.window_store()).all()
         ) == sorted(start for _, start, _ in ref.windows("windowed"))
+        ref.close()
+    finally:
+        app.close()
+
+
+def test_changelog_records_the_broker_deleted_do_not_stall_the_replica(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """A window changelog's records older than its retention are deleted by the broker (records
+    of history being reprocessed carry old timestamps): the replica starts at the log's start
+    and answers with what is left, as Kafka Streams' restore does, instead of waiting for
+    records that will never come."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    src, dst = topic_factory("in", partitions=2), topic_factory("out", partitions=2)
+    records = _records(40, keys=5)
+    _produce(kafka, src, records, 2)
+    config = _config(kafka, tmp_path, "iq-deleted")
+    app = KafkaStreams(_stores_topology(src, dst), config, spark=spark)
+    try:
+        app.process_available()
+        # What the retention check would do to the window store's changelog: delete it all.
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+        changelog = "iq-deleted-windowed-changelog"
+        wanted = [TopicPartition(changelog, p, -1) for p in range(2)]  # -1: up to the high watermark
+        for future in admin.delete_records(wanted).values():
+            assert future.result(30).low_watermark > 0
+        # The replicas start on this first read, with nothing left to read of that changelog.
+        windowed = app.store(
+            StoreQueryParameters.from_name_and_type("windowed", QueryableStoreTypes.window_store())
+        )
+        assert list(windowed.all()) == []
+        counts = app.store("counts", QueryableStoreTypes.key_value_store())
+        ref = _Reference(lambda: _stores_topology(src, dst), src, records, 2)
+        assert _kv(counts) == ref.kv("counts")  # the other changelogs were all read
         ref.close()
     finally:
         app.close()
