@@ -290,6 +290,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 1
     try:
         print(f"{name} running; Ctrl-C to stop", flush=True)  # see dev-kafka
+        if app._query_server is not None:  # application.server: the page and the queries' endpoint
+            print(f"live page: {app._query_server.url}/", flush=True)
         # A terminal gets the status line refreshed in place; a log file a plain line now and then.
         tty = sys.stdout.isatty()
 

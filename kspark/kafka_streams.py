@@ -179,9 +179,10 @@ class KafkaStreams:
             raise StreamsException(f"KafkaStreams is not in CREATED state (it is {self._state.value})")
         self._set_state(_State.REBALANCING)
         try:
-            self._ensure_runner()
-            self._ensure_metrics_endpoint()
+            # The endpoints bind their ports first: a port picked free just before start() is
+            # taken before Spark's JVM starts and opens ports of its own.
             self._ensure_query_server()
+            self._ensure_metrics_endpoint()
             self._ensure_runner().start()
         except BaseException:
             self._fail()
@@ -199,9 +200,8 @@ class KafkaStreams:
         if self._state is _State.CREATED:
             self._set_state(_State.REBALANCING)
         try:
-            self._ensure_runner()
+            self._ensure_query_server()  # before Spark's JVM opens ports: see start()
             self._ensure_metrics_endpoint()
-            self._ensure_query_server()
             count = self._ensure_runner().process_available()
         except BaseException as e:
             self._handle_failure(e, can_replace=False)

@@ -23,6 +23,8 @@ and ``close()`` stops it. It answers what the Python API answers
                                                        ``fetch(key)`` (with ``from``/``to``:
                                                        ``find_sessions(key, from, to)``)
 ``GET /openapi.json``                                  the OpenAPI description of all of these
+``GET /``, ``GET /live/...``                           the live page and its data
+                                                       (kspark/runtime/live_page.py)
 =====================================================  ==========================================
 
 Keys in the URL are text, converted with the store's key serde: String as
@@ -68,6 +70,7 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -94,6 +97,7 @@ from kspark.query import (
     StoreQueryParameters,
     StreamsMetadata,
 )
+from kspark.runtime.live_page import LivePage
 from kspark.runtime.query_codec import (
     DEFAULT_PAGE_SIZE,
     DEFAULT_TIMEOUT_MS,
@@ -113,7 +117,7 @@ if TYPE_CHECKING:
     from kspark.kafka_streams import KafkaStreams
     from kspark.runtime.spark.replica import StoreReplicas
 
-__all__ = ["QueryServer", "Queries", "create_app", "status_of"]
+__all__ = ["QueryServer", "Queries", "create_app", "scrubber", "status_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -367,8 +371,9 @@ def status_of(e: BaseException) -> int:
 
 
 def _secrets_of(settings: Mapping[str, Any]) -> list[str]:
-    """The secret values of a configuration, longest first, and the quoted options of JAAS
-    configurations (their passwords), so that no answer can carry them."""
+    """The secret values of a configuration, longest first, the quoted options of JAAS
+    configurations (their passwords) and the passwords of ``user:password`` settings, so that no
+    answer can carry them."""
     found: set[str] = set()
     for key, value in settings.items():
         if value in (None, "") or not is_secret(str(key)):
@@ -376,6 +381,8 @@ def _secrets_of(settings: Mapping[str, Any]) -> list[str]:
         text = str(value)
         found.add(text)
         found.update(q for q in re.findall(r'"([^"]+)"', text))
+        if str(key).endswith("user.info") and ":" in text:  # user:password, the password alone too
+            found.add(text.split(":", 1)[1])
     return sorted(found, key=len, reverse=True)
 
 
@@ -474,14 +481,22 @@ _Limit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="entries per p
 
 
 # ---------------------------------------------------------------- the FastAPI application
-def create_app(queries: Queries, secrets: Iterable[str] = ()) -> FastAPI:
-    """The FastAPI application of :class:`Queries` (the server runs it; tests may call it)."""
+def scrubber(secrets: Iterable[str]) -> Callable[[str], str]:
+    """A function that hides each of ``secrets`` in a message."""
     hidden = [s for s in secrets if s]
 
     def scrub(message: str) -> str:
         for secret in hidden:
             message = message.replace(secret, "[hidden]")
         return message
+
+    return scrub
+
+
+def create_app(queries: Queries, secrets: Iterable[str] = (), live: LivePage | None = None) -> FastAPI:
+    """The FastAPI application of :class:`Queries` (the server runs it; tests may call it), with
+    the live page's routes when ``live`` is given (kspark/runtime/live_page.py)."""
+    scrub = scrubber(secrets)
 
     def error(status: int, message: str, **extra: Any) -> Response:
         return Response(to_json({"error": scrub(message), **extra}), status, media_type="application/json")
@@ -614,10 +629,19 @@ def create_app(queries: Queries, secrets: Iterable[str] = ()) -> FastAPI:
             )
         )
 
+    if live is not None:
+        live.install(app, answer)
     return app
 
 
 # ---------------------------------------------------------------- the server
+SWITCH_INTERVAL_S: float | None = 0.0005
+"""The interpreter's thread switch interval while the server runs (Python's default: 5 ms). An
+answer needs the GIL a few times (read the request, run the endpoint, write the answer); with the
+replica applying a batch in another thread, each time may wait a whole switch interval, and the
+answers' p99 was 3-4 such waits (bench/interactive_queries.py). None: leave it as it is."""
+
+
 class QueryServer:
     """The HTTP endpoint of one application: uvicorn serving :func:`create_app` in a daemon thread.
 
@@ -631,8 +655,9 @@ class QueryServer:
         self._socket = _listen(host)
         self.port = int(self._socket.getsockname()[1])
         secrets = _secrets_of(app._config.originals())
+        self.live = LivePage(app, scrubber(secrets))
         config = uvicorn.Config(
-            create_app(Queries(app), secrets),
+            create_app(Queries(app), secrets, self.live),
             loop="asyncio",  # a loop of its own, in this thread; no global event loop policy
             lifespan="off",
             ws="none",
@@ -656,6 +681,8 @@ class QueryServer:
                 self.close()
                 raise StreamsException(f"the interactive-query endpoint on {host} did not start")
             time.sleep(0.01)
+        if SWITCH_INTERVAL_S is not None and sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         _log.info("interactive queries over HTTP on http://%s:%d", _url_host(host.host), self.port)
 
     @property
@@ -664,6 +691,7 @@ class QueryServer:
         return f"http://{_url_host(self.host.host)}:{self.port}"
 
     def close(self) -> None:
+        self.live.close()
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout=10)
