@@ -228,7 +228,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lookup-rate", type=float, default=500.0, help="lookups/s per reader")
     ap.add_argument("--skip-cost", action="store_true", help="only part 2, at --w2-rate")
     ap.add_argument("--w2-rate", type=float, default=0.0, help="W2's rate, when part 1 is skipped")
+    ap.add_argument(
+        "--apply-chunk",
+        type=int,
+        default=None,
+        help="the replica's records per hold of its lock (default: replica.APPLY_CHUNK)",
+    )
+    ap.add_argument(
+        "--switch-interval",
+        type=float,
+        default=None,
+        help="seconds; the query server's thread switch interval (default: query_server's; 0: Python's)",
+    )
     args = ap.parse_args(argv)
+    from kspark.runtime import query_server
+    from kspark.runtime.spark import replica
+
+    if args.apply_chunk is not None:
+        replica.APPLY_CHUNK = args.apply_chunk
+    if args.switch_interval is not None:
+        query_server.SWITCH_INTERVAL_S = args.switch_interval or None
+    args.apply_chunk, args.switch_interval = replica.APPLY_CHUNK, query_server.SWITCH_INTERVAL_S
     args.commit_ms = TRIGGER_MS
     args.guarantee = "at_least_once"
     results: dict[str, Any] = {"args": {k: v for k, v in vars(args).items() if k != "kspark_src"}}

@@ -168,19 +168,23 @@ def plan_summary(scenario: Scenario, config: SparkConfig) -> str | None:
 
 
 def plan_duplicates(scenario: Scenario) -> dict[SparkConfig, SparkConfig | None]:
-    """Per configuration, None when it runs, else the earlier configuration (same cache setting)
-    with the same physical plan. Without a typed plan every configuration runs."""
+    """Per configuration, None when it runs, else the earlier configuration (same cache setting,
+    or any for a topology without stores) with the same physical plan. Without a typed plan
+    every configuration runs."""
     known = _DUPLICATES.get(scenario.name)
     if known is not None:
         return known
     out: dict[SparkConfig, SparkConfig | None] = {}
-    seen: dict[tuple[bool, str], SparkConfig] = {}
+    seen: dict[tuple[bool | None, str], SparkConfig] = {}
+    # The record cache is a layer of stores: without any, cache on and off run the same tasks.
+    builder = scenario.topology().internal_builder
+    cached = bool(builder.state_store_names() or builder.global_store_names())
     for config in CONFIGS:
         summary = plan_summary(scenario, config)
         if summary is None:
             out[config] = None
             continue
-        key = (config.cache, summary)
+        key = (config.cache if cached else None, summary)
         out[config] = seen.get(key)
         seen.setdefault(key, config)
     _DUPLICATES[scenario.name] = out
@@ -609,7 +613,8 @@ def _outputs(
 
 def skip_reason(case: Case) -> str | None:
     """Why ``case`` does not run on Spark, or None: the scenario cannot run there, or an earlier
-    configuration with the same cache setting has the same physical plan."""
+    configuration with the same cache setting (any, for a topology without stores) has the same
+    physical plan."""
     if case.scenario.spark_skip:
         return f"cannot run on Spark: {case.scenario.spark_skip}"
     same = plan_duplicates(case.scenario)[case.config]

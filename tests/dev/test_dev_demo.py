@@ -1,14 +1,10 @@
-"""The demo's data and functions; end to end as ``kspark demo``, its output included."""
+"""The demo's data and functions (its end-to-end run as `kspark demo`: tests/dev/test_wheel.py)."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
 from kspark.dev import demo
-from tests.dev.cli_process import announced_log, noise
 
 
 def test_events_are_realistic_and_some_out_of_order() -> None:
@@ -38,28 +34,6 @@ def test_enrich_adds_category_and_seconds() -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_demo_command_end_to_end_prints_only_its_own_lines() -> None:
-    """``kspark demo`` as a user runs it, in a process with a JVM of its own, so that Spark's, the
-    workers' and librdkafka's lines are seen going to the log file the demo names. Under
-    exactly_once_v2: the demo's harder path (transactions, read_committed output), while nearly
-    every other test on Spark runs at_least_once, the command's default."""
-    done = subprocess.run(
-        [sys.executable, "-m", "kspark", "demo", "--events", "120", "--timeout", "240", "--exactly-once"],
-        capture_output=True,
-        text=True,
-        timeout=420,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "output matches the expected records exactly" in done.stdout
-    assert "interactive queries at http://127.0.0.1:" in done.stdout  # the store, over HTTP
-    assert noise(done.stdout) == [] and done.stderr == "", done.stdout + done.stderr
-    path = announced_log(done.stdout)
-    log = path.read_text()
-    path.unlink()  # the demo leaves its log in the temporary directory for a user to read
-    assert "TransformWithStateInPandas Python worker" in log  # PySpark's worker prints went there
-    assert "WARNING: Using incubator modules" in log  # and the JVM's own
-
-
 def test_demo_topology_on_the_driver_counts_views_per_category_window() -> None:
     from kspark.serde import Serdes
     from kspark.testing import TopologyTestDriver
