@@ -1,26 +1,49 @@
 """Timed point lookups over HTTP from a process of its own (bench.interactive_queries).
 
-    python -m bench.http_lookups URL_PREFIX KEYS RATE SECONDS
+    python -m bench.http_lookups URL_PREFIX KEYS RATE SECONDS [httpx|wrk]
 
-GETs ``URL_PREFIX`` + a random key of ``u0000000`` .. ``u{KEYS-1}`` at ``RATE``
-requests/s over one kept-alive connection for ``SECONDS``, each timed, and
-prints ``{"ms": [...], "errors": [...]}``. A process of its own: a client in
-the application's process would wait for the application's interpreter lock
-too, and its waits are not the server's latency.
+GETs ``URL_PREFIX`` + a random key of ``u0000000`` .. ``u{KEYS-1}`` over one kept-alive
+connection for ``SECONDS``, each timed. A process of its own: a client in the application's
+process would wait for the application's interpreter lock too, and its waits are not the
+server's latency. Two clients:
+
+* ``httpx`` (default): Python, ``RATE`` requests/s; prints ``{"ms": [...], "errors": [...]}``.
+  Its own time is in every latency, and on a loaded machine that is most of it.
+* ``wrk`` (Debian's ``wrk``, C): one connection, each request sent when the last is answered
+  (``RATE`` does not apply); prints ``{"summary": {"n", "p50", "p99", "max"}, "errors": [...]}``
+  from wrk's latency histogram. Closer to what the server itself takes.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
+# wrk's Lua: a random key per request; the summary as one JSON line (latencies in microseconds).
+_WRK_SCRIPT = """
+math.randomseed(2)
+request = function()
+  return wrk.format("GET", "{path}" .. string.format("u%07d", math.random(0, {keys} - 1)))
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRK {{"n": %d, "p50": %.3f, "p99": %.3f, "max": %.3f, "errors": %d}}\\n',
+    summary.requests, latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+    latency.max / 1000, e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
 
-def main(argv: list[str]) -> int:
-    prefix, keys, rate, seconds = argv[0], int(argv[1]), float(argv[2]), float(argv[3])
+
+def _httpx(prefix: str, keys: int, rate: float, seconds: float) -> dict[str, object]:
     rng = random.Random(2)
     latencies: list[float] = []
     errors: list[str] = []
@@ -34,7 +57,47 @@ def main(argv: list[str]) -> int:
             if r.status_code != 200:
                 errors.append(f"{key}: {r.status_code}")
             time.sleep(1 / rate)
-    print(json.dumps({"ms": latencies, "errors": errors[:10], "error_count": len(errors)}))
+    return {"ms": latencies, "errors": errors[:10], "error_count": len(errors)}
+
+
+def _wrk(prefix: str, keys: int, seconds: float) -> dict[str, object]:
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("no wrk on PATH (Debian: apt-get install wrk)")
+    url = urlsplit(prefix)
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(_WRK_SCRIPT.format(path=url.path, keys=keys))
+    try:
+        done = subprocess.run(
+            [
+                wrk,
+                "-t1",
+                "-c1",
+                f"-d{int(seconds)}s",
+                "--timeout",
+                "10s",
+                "-s",
+                f.name,
+                f"{url.scheme}://{url.netloc}/",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 60,
+            check=True,
+        )
+    finally:
+        Path(f.name).unlink()
+    line = next(x for x in done.stdout.splitlines() if x.startswith("WRK "))
+    summary = json.loads(line[4:])
+    failed = summary.pop("errors")
+    return {"summary": summary, "errors": [f"{failed} failed requests"] if failed else []}
+
+
+def main(argv: list[str]) -> int:
+    prefix, keys, rate, seconds = argv[0], int(argv[1]), float(argv[2]), float(argv[3])
+    client = argv[4] if len(argv) > 4 else "httpx"
+    out = _wrk(prefix, keys, seconds) if client == "wrk" else _httpx(prefix, keys, rate, seconds)
+    print(json.dumps(out))
     return 0
 
 

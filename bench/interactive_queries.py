@@ -184,6 +184,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
                 str(args.keys),
                 str(args.lookup_rate),
                 str(args.seconds),
+                args.http_client,
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -197,7 +198,6 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         stop.set()
         reader.join()
         elapsed = time.monotonic() - t_start
-        http_ms = http["ms"]
         errors += [f"http: {e}" for e in http["errors"]]
         w2_processed = sum(w2.position().get_partition_positions(w2_topic).values()) - w2_before
         return {
@@ -206,7 +206,8 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
             "w2_processed_rec_s": round(w2_processed / elapsed),
             "initial_load_s": round(loaded_s, 1),
             "python_ms": _percentiles(python_ms),
-            "http_ms": _percentiles(http_ms),
+            "http_ms": http["summary"] if "summary" in http else _percentiles(http["ms"]),
+            "http_client": args.http_client,
             "freshness_ms": _percentiles(list(replicas.freshness_ms)),
             "trigger_ms": TRIGGER_MS,
             "errors": errors[:10],
@@ -229,26 +230,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-cost", action="store_true", help="only part 2, at --w2-rate")
     ap.add_argument("--w2-rate", type=float, default=0.0, help="W2's rate, when part 1 is skipped")
     ap.add_argument(
-        "--apply-chunk",
-        type=int,
-        default=None,
-        help="the replica's records per hold of its lock (default: replica.APPLY_CHUNK)",
-    )
-    ap.add_argument(
-        "--switch-interval",
-        type=float,
-        default=None,
-        help="seconds; the query server's thread switch interval (default: query_server's; 0: Python's)",
+        "--http-client",
+        choices=("httpx", "wrk"),
+        default="httpx",
+        help="httpx: Python, --lookup-rate requests/s; wrk: C, one connection as fast as it answers",
     )
     args = ap.parse_args(argv)
-    from kspark.runtime import query_server
-    from kspark.runtime.spark import replica
-
-    if args.apply_chunk is not None:
-        replica.APPLY_CHUNK = args.apply_chunk
-    if args.switch_interval is not None:
-        query_server.SWITCH_INTERVAL_S = args.switch_interval or None
-    args.apply_chunk, args.switch_interval = replica.APPLY_CHUNK, query_server.SWITCH_INTERVAL_S
     args.commit_ms = TRIGGER_MS
     args.guarantee = "at_least_once"
     results: dict[str, Any] = {"args": {k: v for k, v in vars(args).items() if k != "kspark_src"}}

@@ -101,7 +101,9 @@ PREFIX_DEFS: tuple[PrefixDef, ...] = (
         "Settings of kspark's consumers: `kafka.*` options of Spark's Kafka source, and the "
         "direct read's librdkafka consumers when librdkafka knows every one (otherwise stateless "
         "sub-topologies read through Spark's Kafka source; `kspark describe --spark` says so). "
-        "`consumer.isolation.level` must stay `read_committed`.",
+        "`consumer.isolation.level` must stay `read_committed`. `consumer.auto.offset.reset` "
+        "(`earliest`, the default, or `latest`) is where a new application starts on a partition "
+        "without a committed offset.",
     ),
     PrefixDef(
         "producer.",
@@ -119,10 +121,11 @@ PREFIX_DEFS: tuple[PrefixDef, ...] = (
     ),
     PrefixDef(
         "main.consumer.",
-        NEITHER,
+        (SPARK,),
         "Kafka Streams' main consumer. kspark's consumers all take `consumer.*`: a connection "
         "setting here is refused, `main.consumer.isolation.level` must stay `read_committed`, "
-        "others have no effect.",
+        "`main.consumer.auto.offset.reset` overrides `consumer.auto.offset.reset`, others have "
+        "no effect.",
     ),
     PrefixDef(
         "restore.consumer.",

@@ -47,6 +47,7 @@ __all__ = [
     "prefixed_settings",
     "spark_source_options",
     "check_client_settings",
+    "offset_reset",
     "cluster_metadata",
 ]
 
@@ -306,12 +307,32 @@ def prefixed_settings(config: Mapping[str, Any], kind: ClientKind) -> dict[str, 
 
 def spark_source_options(config: Mapping[str, Any]) -> dict[str, str]:
     """The ``kafka.*`` options of Spark's Kafka source (a Java consumer): the connection settings
-    as given, then every ``consumer.*`` setting."""
+    as given, then every ``consumer.*`` setting but ``auto.offset.reset``, which Spark refuses
+    (a query's start is its ``startingOffsets``: :func:`offset_reset`)."""
     java = {name: value for name, (_, value) in connection_settings(config, "consumer").items()}
     for key, value in config.items():
-        if key.startswith("consumer.") and value is not None:
+        if key.startswith("consumer.") and value is not None and key != "consumer.auto.offset.reset":
             java[key[len("consumer.") :]] = value
     return {f"kafka.{k}": str(v) for k, v in java.items()}
+
+
+OFFSET_RESETS = ("earliest", "latest")
+
+
+def offset_reset(config: Mapping[str, Any]) -> str:
+    """Where an application starts reading a partition it has no committed offset for: its main
+    consumer's ``auto.offset.reset`` (``main.consumer.`` over ``consumer.``, as in Kafka
+    Streams), ``earliest`` by default as Kafka Streams sets it. Raises ``ConfigException`` for
+    another value ("none", which fails a start without offsets, is not supported)."""
+    for key in ("main.consumer.auto.offset.reset", "consumer.auto.offset.reset"):
+        value = config.get(key)
+        if value is None:
+            continue
+        reset = str(value).strip().lower()
+        if reset not in OFFSET_RESETS:
+            raise ConfigException(f"{key}={value!r}: kspark starts at one of {', '.join(OFFSET_RESETS)}")
+        return reset
+    return "earliest"
 
 
 _QUIET = logging.getLogger("kspark.settings-check")
@@ -325,6 +346,7 @@ def check_client_settings(config: Mapping[str, Any]) -> None:
     instead of in a Spark task later."""
     from confluent_kafka import KafkaException, Producer
 
+    offset_reset(config)
     for key in config:
         for prefix in ("main.consumer.", "restore.consumer.", "global.consumer."):
             if key.startswith(prefix) and is_connection_setting(key[len(prefix) :]):

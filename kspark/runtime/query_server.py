@@ -11,8 +11,8 @@ and ``close()`` stops it. It answers what the Python API answers
 ``GET /instances/{store}``                             the instances that hold ``store``
 ``GET /instance/{store}/{key}``                        the instance and partition of a key
                                                        (``KeyQueryMetadata``)
-``GET /state/keyvalue/{store}/{key}``                  ``{"key", "value", "position"}``; 404 when
-                                                       the key is absent
+``GET /state/keyvalue/{store}/{key}``                  ``{"store", "key", "value", "position"}``;
+                                                       404 when the key is absent
 ``GET /state/keyvalue/{store}?from=&to=&limit=&after=``  a range (``from``/``to`` inclusive, either
                                                        may be left out) or everything, one page
                                                        of ``limit`` entries at a time; ``next``
@@ -70,7 +70,6 @@ from __future__ import annotations
 import logging
 import re
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -635,13 +634,6 @@ def create_app(queries: Queries, secrets: Iterable[str] = (), live: LivePage | N
 
 
 # ---------------------------------------------------------------- the server
-SWITCH_INTERVAL_S: float | None = 0.0005
-"""The interpreter's thread switch interval while the server runs (Python's default: 5 ms). An
-answer needs the GIL a few times (read the request, run the endpoint, write the answer); with the
-replica applying a batch in another thread, each time may wait a whole switch interval, and the
-answers' p99 was 3-4 such waits (bench/interactive_queries.py). None: leave it as it is."""
-
-
 class QueryServer:
     """The HTTP endpoint of one application: uvicorn serving :func:`create_app` in a daemon thread.
 
@@ -681,8 +673,6 @@ class QueryServer:
                 self.close()
                 raise StreamsException(f"the interactive-query endpoint on {host} did not start")
             time.sleep(0.01)
-        if SWITCH_INTERVAL_S is not None and sys.getswitchinterval() > SWITCH_INTERVAL_S:
-            sys.setswitchinterval(SWITCH_INTERVAL_S)
         _log.info("interactive queries over HTTP on http://%s:%d", _url_host(host.host), self.port)
 
     @property

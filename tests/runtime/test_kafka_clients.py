@@ -16,6 +16,7 @@ from kspark.runtime.kafka_clients import (
     check_client_settings,
     librdkafka_client,
     librdkafka_security,
+    offset_reset,
     parse_jaas,
     prefixed_settings,
     spark_source_options,
@@ -187,6 +188,19 @@ def test_spark_source_gets_the_java_names_as_given_and_the_consumer_settings() -
         "kafka.ssl.enabled.protocols": "TLSv1.3",
         "kafka.max.poll.records": "7",
     }
+
+
+def test_the_offset_reset_is_the_main_consumers_and_never_reaches_sparks_source() -> None:
+    assert offset_reset({}) == "earliest"  # Kafka Streams' default
+    assert offset_reset({"consumer.auto.offset.reset": "LATEST"}) == "latest"
+    both = {"consumer.auto.offset.reset": "latest", "main.consumer.auto.offset.reset": "earliest"}
+    assert offset_reset(both) == "earliest"  # main.consumer. wins, as in Kafka Streams
+    # Spark's source refuses the option: a query's start is its startingOffsets.
+    assert "kafka.auto.offset.reset" not in spark_source_options({"consumer.auto.offset.reset": "latest"})
+    with pytest.raises(ConfigException, match=r"consumer.auto.offset.reset='none'.*earliest, latest"):
+        offset_reset({"consumer.auto.offset.reset": "none"})
+    with pytest.raises(ConfigException, match=r"main\.consumer\.auto\.offset\.reset='newest'"):
+        check_client_settings({"main.consumer.auto.offset.reset": "newest"})
 
 
 def test_client_settings_combine_bootstrap_other_prefixed_settings_and_the_connection() -> None:

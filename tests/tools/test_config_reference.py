@@ -18,9 +18,6 @@ PAGE = ROOT / "docs" / "configuration.md"
 # Dotted names that kspark reads from a mapping but that are not application settings, and why.
 NOT_SETTINGS = {
     "cache.latest.ttl.sec": "confluent-kafka's registry-client name kspark gives latest.cache.ttl.sec as",
-    # The runner reads it from the StreamsConfig, which refuses it as an unknown name, so the read
-    # always finds none and a new query starts at the earliest offsets (docs/spark-runner.md).
-    "auto.offset.reset": "refused by StreamsConfig; the runner's read of it finds none",
 }
 
 _DOTTED = re.compile(r"^[a-z][a-z0-9_]*(\.[a-zA-Z0-9_]+)+$")

@@ -587,9 +587,9 @@ def _save_committed(path: str | None, latest: Mapping[str, CommittedBatch]) -> N
     os.replace(f.name, path)
 
 
-APPLY_CHUNK = 250
-"""Changelog records applied per hold of the replica's lock (a point read waits at most that
-long: ~1 ms for 250 records of a key-value store; the HTTP endpoint's p99 target is 5 ms)."""
+APPLY_CHUNK = 2_000
+"""Changelog records applied per hold of the replica's lock (a point read waits at most that long;
+250 made no difference to the HTTP endpoint's p99 under load: bench/results/iq-reads-b7cc895-*)."""
 
 _POINT_READS = frozenset({"get"})
 """View methods that read one key: they may run between two chunks of a batch being applied."""

@@ -42,6 +42,7 @@ from kspark.runtime.kafka_clients import (
     create_topics,
     librdkafka_client,
     librdkafka_security,
+    offset_reset,
     spark_source_options,
 )
 from kspark.runtime.spark.direct_source import SOURCE_NAME, DirectPlan
@@ -474,8 +475,7 @@ class SparkRunner:
         }
         by_topic = {t: specs[s.subtopology] for s in query.subtopologies for t in s.source_topics}
         partitions = {t: self.partitions[t] for t in query.source_topics}
-        reset = str(self.config.get("auto.offset.reset") or "earliest")
-        starting = "latest" if reset == "latest" else "earliest"
+        starting = offset_reset(self.config.originals())
         bootstrap = ",".join(self.config.bootstrap_servers())
         cap = query.max_offsets_per_trigger
         start_at = self._committed_start(query, partitions)
