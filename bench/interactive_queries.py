@@ -29,6 +29,7 @@ freshness p99 under one trigger interval.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import statistics
@@ -46,6 +47,29 @@ from bench.run import SYSTEMS, add_common_args, export_kspark, preload, run_syst
 from kspark.dev.kafka import LocalKafka, free_port
 
 TRIGGER_MS = 1000
+
+
+class _GcPauses:
+    """The application process's garbage collections while the lookups run (``gc.callbacks``):
+    per generation how many, and their longest and total time, in ms. A collection stops every
+    thread of the interpreter, the query server's included."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.ms: dict[int, list[float]] = {0: [], 1: [], 2: []}
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+        elif self.started is not None:
+            self.ms[info["generation"]].append((time.perf_counter() - self.started) * 1000)
+            self.started = None
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {
+            f"gen{g}": {"n": len(v), "max": round(max(v, default=0.0), 2), "total": round(sum(v), 1)}
+            for g, v in self.ms.items()
+        }
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:
@@ -192,11 +216,16 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         )
 
         reader = threading.Thread(target=python_reader)
+        pauses = _GcPauses()
+        gc.callbacks.append(pauses)
         t_start = time.monotonic()
         reader.start()
-        http = json.loads(client.communicate(timeout=args.seconds + 120)[0])
-        stop.set()
-        reader.join()
+        try:
+            http = json.loads(client.communicate(timeout=args.seconds + 120)[0])
+        finally:
+            stop.set()
+            reader.join()
+            gc.callbacks.remove(pauses)
         elapsed = time.monotonic() - t_start
         errors += [f"http: {e}" for e in http["errors"]]
         w2_processed = sum(w2.position().get_partition_positions(w2_topic).values()) - w2_before
@@ -204,6 +233,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
             "keys": entries,
             "w2_cap_rec_s": rate,
             "w2_processed_rec_s": round(w2_processed / elapsed),
+            "gc_pauses_ms": pauses.summary(),
             "initial_load_s": round(loaded_s, 1),
             "python_ms": _percentiles(python_ms),
             "http_ms": http["summary"] if "summary" in http else _percentiles(http["ms"]),
