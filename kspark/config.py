@@ -217,10 +217,6 @@ def _d(kind: str, default: Any = None, **kw: Any) -> ConfigDef:
     return ConfigDef(kind, default, **kw)
 
 
-_HANDLER_HELP = (
-    "'log_and_continue', 'log_and_fail' or a callable (context, record, exception) -> HandlerResponse"
-)
-
 _NO_CLIENT_SETTING = (
     "kspark gives its Kafka clients only `security.protocol`, `ssl.*` and `sasl.*` unprefixed; other "
     "client settings take the `consumer.` or `producer.` prefix."
