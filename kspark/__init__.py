@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "JoinWindows": "kspark.kstream.windows",
     "EmitStrategy": "kspark.kstream.windows",
     "Suppressed": "kspark.kstream.suppressed",
+    "ValueTransformerWithKey": "kspark.kstream.value_transformer",
     "Windowed": "kspark.kstream.windowed",
     "Window": "kspark.kstream.windowed",
 }
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from kspark.kstream.config_objects import Repartitioned as Repartitioned
     from kspark.kstream.config_objects import StreamJoined as StreamJoined
     from kspark.kstream.suppressed import Suppressed as Suppressed
+    from kspark.kstream.value_transformer import ValueTransformerWithKey as ValueTransformerWithKey
     from kspark.kstream.windowed import Window as Window
     from kspark.kstream.windowed import Windowed as Windowed
     from kspark.kstream.windows import EmitStrategy as EmitStrategy

@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "SessionWindows": "kspark.kstream.windows",
     "JoinWindows": "kspark.kstream.windows",
     "Suppressed": "kspark.kstream.suppressed",
+    "ValueTransformerWithKey": "kspark.kstream.value_transformer",
     "TimeWindowedKStream": "kspark.kstream.time_windowed_kstream",
     "SessionWindowedKStream": "kspark.kstream.session_windowed_kstream",
     "Windowed": "kspark.kstream.windowed",

@@ -15,7 +15,7 @@ Attributes other DSL modules use (contract 5): ``_builder``, ``_name``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.config_objects import Grouped, Materialized, Named
@@ -37,6 +37,7 @@ from kspark.kstream.internals.ktable_join import (
     KTableKTableRightJoin,
 )
 from kspark.kstream.internals.ktable_processors import KTableFilter, KTableMapValues, KTableRepartitionMap
+from kspark.kstream.internals.ktable_transform_values import KTableTransformValues
 from kspark.kstream.internals.materialize import (
     KeyValueStoreMaterializer,
     MaterializedInternal,
@@ -54,6 +55,7 @@ __all__ = ["KTable"]
 
 FILTER_NAME = "KTABLE-FILTER-"
 MAPVALUES_NAME = "KTABLE-MAPVALUES-"
+TRANSFORMVALUES_NAME = "KTABLE-TRANSFORMVALUES-"
 TOSTREAM_NAME = "KTABLE-TOSTREAM-"
 SELECT_NAME = "KTABLE-SELECT-"
 MERGE_NAME = "KTABLE-MERGE-"
@@ -120,6 +122,7 @@ class KTable:
         m: MaterializedInternal | None,
         make_supplier: Callable[[str | None], KTableProcessorSupplier],
         value_serde: Any,
+        store_names: Sequence[str] = (),
     ) -> KTable:
         key_serde, queryable, factory = self._key_serde, None, None
         if m is not None:
@@ -132,7 +135,10 @@ class KTable:
         name = self._builder.or_else_generate(name, prefix)
         supplier = make_supplier(queryable)
         node = TableProcessorNode(
-            name, ProcessorParameters(supplier, name), store_factories=[factory] if factory else []
+            name,
+            ProcessorParameters(supplier, name),
+            store_factories=[factory] if factory else [],
+            store_names=store_names,
         )
         self._builder.add_graph_node(self._graph_node, node)
         return KTable(
@@ -183,6 +189,39 @@ class KTable:
         m = self._materialized_for(materialized, MAPVALUES_NAME)
         fn = with_key(mapper, 1)
         return self._table_op(MAPVALUES_NAME, name, m, lambda q: KTableMapValues(self, fn, q), None)
+
+    def transform_values(
+        self,
+        supplier: Callable[[], Any],
+        *store_names: str,
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """A table of ``transformer.transform(key, value)`` per update (Kafka's ``transformValues``).
+
+        ``supplier`` returns a new :class:`~kspark.kstream.value_transformer.ValueTransformerWithKey`
+        per task; ``store_names`` are the stores (added with ``builder.add_state_store``) it may
+        use. The result is materialized only under a ``Materialized`` with a store name.
+        """
+        require_callable(supplier, "transformer supplier", "KTable.transform_values")
+        for store in store_names:
+            if not isinstance(store, str):
+                raise TypeError(f"KTable.transform_values: state store names must be str, got {store!r}")
+        if materialized is not None and not isinstance(materialized, Materialized):
+            raise TypeError(
+                f"KTable.transform_values: materialized must be a Materialized, got {materialized!r}"
+            )
+        name, _ = split_named_materialized(named, None)
+        # a Materialized without a name neither materializes nor uses up a store name (as Kafka)
+        m = MaterializedInternal(materialized) if materialized is not None else None
+        return self._table_op(
+            TRANSFORMVALUES_NAME,
+            name,
+            m,
+            lambda q: KTableTransformValues(self, supplier, q),
+            None,
+            store_names,
+        )
 
     def to_stream(
         self, mapper: Callable[[Any, Any], Any] | Named | str | None = None, named: Named | str | None = None

@@ -29,6 +29,7 @@ __all__ = [
     "KStreamBranch",
     "PassThrough",
     "FixedKeyProcessorWrapper",
+    "DelegatingContext",
     "to_key_value",
 ]
 
@@ -336,20 +337,13 @@ class PassThrough:
         return _PassThrough()
 
 
-class _KeyCheckingContext(ProcessorContext):
-    """Wraps a context so a ``process_values`` processor cannot change the key."""
+class DelegatingContext(ProcessorContext):
+    """A context that hands every call to ``inner``: the base of the wrappers that restrict one."""
 
-    def __init__(self, inner: ProcessorContext, processor_name: str) -> None:
+    def __init__(self, inner: ProcessorContext) -> None:
         self._inner = inner
-        self._processor_name = processor_name
-        self.current_key: Any = None
 
     def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
-        if record.key != self.current_key:
-            raise StreamsException(
-                f"process_values processor {self._processor_name} changed the key from "
-                f"{self.current_key!r} to {record.key!r}; a FixedKeyProcessor may only change values"
-            )
         self._inner.forward(record, child_name)
 
     def __getattr__(self, name: str) -> Any:
@@ -393,6 +387,23 @@ class _KeyCheckingContext(ProcessorContext):
 
     def value_serde(self) -> Any:
         return self._inner.value_serde()
+
+
+class _KeyCheckingContext(DelegatingContext):
+    """Wraps a context so a ``process_values`` processor cannot change the key."""
+
+    def __init__(self, inner: ProcessorContext, processor_name: str) -> None:
+        super().__init__(inner)
+        self._processor_name = processor_name
+        self.current_key: Any = None
+
+    def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
+        if record.key != self.current_key:
+            raise StreamsException(
+                f"process_values processor {self._processor_name} changed the key from "
+                f"{self.current_key!r} to {record.key!r}; a FixedKeyProcessor may only change values"
+            )
+        self._inner.forward(record, child_name)
 
 
 class _FixedKey(Processor[Any, Any]):

@@ -14,6 +14,7 @@ from . import (
     ported_sliding,
     ported_suppress,
     ported_tables,
+    ported_transform_values,
     ported_windows,
     reference,
 )
@@ -29,6 +30,7 @@ MODULES = (
     ported_suppress,
     ported_joins,
     ported_tables,
+    ported_transform_values,
 )
 
 CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]

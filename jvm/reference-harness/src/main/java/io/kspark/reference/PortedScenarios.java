@@ -18,5 +18,6 @@ final class PortedScenarios {
         PortedSuppress.register(m);
         PortedJoins.register(m);
         PortedTables.register(m);
+        PortedTransformValues.register(m);
     }
 }
