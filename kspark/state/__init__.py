@@ -21,6 +21,7 @@ from kspark.state.api import (
 )
 from kspark.state.queryable import QueryableStoreType, QueryableStoreTypes
 from kspark.state.stores import Stores
+from kspark.state.versioned import VersionedKeyValueStore, VersionedRecord
 
 __all__ = [
     "Stores",
@@ -36,4 +37,6 @@ __all__ = [
     "StoreBuilder",
     "KeyValueIterator",
     "ValueAndTimestamp",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
 ]

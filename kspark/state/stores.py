@@ -28,6 +28,7 @@ from kspark.state.internals.builders import (
     WindowBytesStoreSupplier,
     WindowStoreBuilder,
 )
+from kspark.state.internals.versioned import VersionedBytesStoreSupplier, VersionedKeyValueStoreBuilder
 
 __all__ = ["Stores"]
 
@@ -48,6 +49,14 @@ class Stores:
     @staticmethod
     def persistent_timestamped_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         return KeyValueBytesStoreSupplier(name, persistent=True, timestamped=True)
+
+    @staticmethod
+    def persistent_versioned_key_value_store(
+        name: str, history_retention: Duration, segment_interval: Duration | None = None
+    ) -> VersionedBytesStoreSupplier:
+        """A versioned key-value store (KIP-889) keeping ``history_retention`` of old versions;
+        ``segment_interval`` defaults as Kafka's (see :mod:`kspark.state.internals.versioned`)."""
+        return VersionedBytesStoreSupplier(name, history_retention, segment_interval)
 
     @staticmethod
     def in_memory_window_store(
@@ -93,6 +102,13 @@ class Stores:
         supplier: KeyValueBytesStoreSupplier, key_serde: SerdeSpec, value_serde: SerdeSpec
     ) -> TimestampedKeyValueStoreBuilder:
         return TimestampedKeyValueStoreBuilder(supplier, key_serde, value_serde)
+
+    @staticmethod
+    def versioned_key_value_store_builder(
+        supplier: VersionedBytesStoreSupplier, key_serde: SerdeSpec, value_serde: SerdeSpec
+    ) -> VersionedKeyValueStoreBuilder:
+        """A builder of a typed ``VersionedKeyValueStore`` (never cached, as in Kafka)."""
+        return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def window_store_builder(
