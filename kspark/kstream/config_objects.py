@@ -155,6 +155,10 @@ class Produced:
     def value_serde_(serde: Any) -> Produced:
         return Produced(value_serde=serde)
 
+    @staticmethod
+    def stream_partitioner(partitioner: Callable[..., Any]) -> Produced:
+        return Produced(partitioner=partitioner)
+
     def with_key_serde(self, serde: Any) -> Produced:
         return replace(self, key_serde=serde)
 
@@ -452,6 +456,9 @@ class Branched:
         if chain is None:
             raise ValueError("chain consumer can't be None")
         return Branched(name=name, chain_consumer=chain)
+
+    def with_name(self, name: str) -> Branched:
+        return replace(self, name=name)
 
 
 @dataclass(frozen=True)

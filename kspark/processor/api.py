@@ -174,6 +174,15 @@ class ProcessorContext(ABC):
     @abstractmethod
     def app_config(self) -> dict[str, Any]: ...
 
+    def app_configs(self) -> dict[str, Any]:
+        """The application's configuration (Kafka's ``appConfigs``; the same as ``app_config``)."""
+        return self.app_config()
+
+    def app_configs_with_prefix(self, prefix: str) -> dict[str, Any]:
+        """The settings whose names start with ``prefix``, with the prefix removed (Kafka's
+        ``appConfigsWithPrefix``)."""
+        return {k[len(prefix) :]: v for k, v in self.app_config().items() if k.startswith(prefix)}
+
     @abstractmethod
     def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
         """Send ``record`` to every child, or only to the child called ``child_name``."""

@@ -164,7 +164,15 @@ class ReadOnlyWindowStore(ABC, Generic[K, V]):
     def fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator[Windowed[K], V]: ...
 
     @abstractmethod
+    def backward_fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator[Windowed[K], V]:
+        """``fetch_all`` in reverse order."""
+
+    @abstractmethod
     def all(self) -> KeyValueIterator[Windowed[K], V]: ...
+
+    @abstractmethod
+    def backward_all(self) -> KeyValueIterator[Windowed[K], V]:
+        """``all`` in reverse order."""
 
 
 class WindowStore(StateStore, ReadOnlyWindowStore[K, V]):
@@ -183,6 +191,10 @@ class ReadOnlySessionStore(ABC, Generic[K, V]):
         ascending, then key bytes, then session start descending."""
 
     @abstractmethod
+    def backward_fetch(self, key: K) -> KeyValueIterator[Windowed[K], V]:
+        """``fetch`` in reverse order."""
+
+    @abstractmethod
     def fetch_session(self, key: K, session_start: int, session_end: int) -> V | None: ...
 
     @abstractmethod
@@ -191,6 +203,12 @@ class ReadOnlySessionStore(ABC, Generic[K, V]):
     ) -> KeyValueIterator[Windowed[K], V]:
         """Sessions of ``key`` with ``end >= earliest_session_end_time`` and
         ``start <= latest_session_start_time``."""
+
+    @abstractmethod
+    def backward_find_sessions(
+        self, key: K, earliest_session_end_time: int, latest_session_start_time: int
+    ) -> KeyValueIterator[Windowed[K], V]:
+        """``find_sessions`` in reverse order."""
 
 
 class SessionStore(StateStore, ReadOnlySessionStore[K, V]):

@@ -141,20 +141,24 @@ class ReadOnlyWindowView(_View, ReadOnlyWindowStore[Any, Any]):
     def fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator[Windowed[Any], Any]:
         return self._chain([s.fetch_all(time_from, time_to) for s in self._open_stores()])
 
+    def backward_fetch_all(self, time_from: int, time_to: int) -> KeyValueIterator[Windowed[Any], Any]:
+        return self._chain([s.backward_fetch_all(time_from, time_to) for s in self._open_stores()])
+
     def all(self) -> KeyValueIterator[Windowed[Any], Any]:
         return self._chain([s.all() for s in self._open_stores()])
+
+    def backward_all(self) -> KeyValueIterator[Windowed[Any], Any]:
+        return self._chain([s.backward_all() for s in self._open_stores()])
 
 
 class ReadOnlySessionView(_View, ReadOnlySessionStore[Any, Any]):
     """Reads of session stores."""
 
     def fetch(self, key: Any) -> KeyValueIterator[Windowed[Any], Any]:
-        for store in self._open_stores():
-            it = store.fetch(key)
-            if it.has_next():
-                return self._chain([it])
-            it.close()
-        return self._chain([])
+        return self._first_non_empty(lambda store: store.fetch(key))
+
+    def backward_fetch(self, key: Any) -> KeyValueIterator[Windowed[Any], Any]:
+        return self._first_non_empty(lambda store: store.backward_fetch(key))
 
     def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
         for store in self._open_stores():
@@ -166,8 +170,23 @@ class ReadOnlySessionView(_View, ReadOnlySessionStore[Any, Any]):
     def find_sessions(
         self, key: Any, earliest_session_end_time: int, latest_session_start_time: int
     ) -> KeyValueIterator[Windowed[Any], Any]:
+        return self._first_non_empty(
+            lambda store: store.find_sessions(key, earliest_session_end_time, latest_session_start_time)
+        )
+
+    def backward_find_sessions(
+        self, key: Any, earliest_session_end_time: int, latest_session_start_time: int
+    ) -> KeyValueIterator[Windowed[Any], Any]:
+        return self._first_non_empty(
+            lambda store: store.backward_find_sessions(
+                key, earliest_session_end_time, latest_session_start_time
+            )
+        )
+
+    def _first_non_empty(self, read: Callable[[Any], Any]) -> KeyValueIterator[Windowed[Any], Any]:
+        """The first task's non-empty result for a single key (as Kafka's composite stores)."""
         for store in self._open_stores():
-            it = store.find_sessions(key, earliest_session_end_time, latest_session_start_time)
+            it = read(store)
             if it.has_next():
                 return self._chain([it])
             it.close()

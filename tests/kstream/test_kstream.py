@@ -133,6 +133,24 @@ def test_split_generated_names_chain_function_and_consumer() -> None:
     assert len(consumed) == 1
 
 
+def test_branched_with_name_and_produced_stream_partitioner() -> None:
+    b = StreamsBuilder()
+    result = (
+        b.stream("in")
+        .split(Named.as_("s-"))
+        .branch(lambda k, v: v == "x", Branched.with_function(lambda s: s).with_name("named"))
+        .no_default_branch()
+    )
+    assert list(result) == ["s-named"]
+    def to_zero(topic: str, key: Any, value: Any, partitions: int) -> int:
+        return 0
+
+    produced = Produced.stream_partitioner(to_zero)
+    assert produced.partitioner is to_zero
+    result["s-named"].to("out", produced.with_key_serde(S))
+    assert "Sink: KSTREAM-SINK-0000000003 (topic: out)" in str(b.build().describe())
+
+
 def test_repartition_naming_and_roundtrip() -> None:
     b = StreamsBuilder()
     b.stream("in").map(lambda k, v: (v, k)).repartition(

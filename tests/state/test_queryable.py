@@ -79,3 +79,26 @@ def test_window_and_session_views() -> None:
     assert list(sview.fetch("k")) == [KeyValue(Windowed("k", Window(1, 2)), 9)]
     assert sview.fetch_session("k", 1, 2) == 9
     assert not QueryableStoreTypes.session_store().accepts(w)
+
+
+def test_window_and_session_views_read_backwards() -> None:
+    w = opened(
+        Stores.timestamped_window_store_builder(
+            Stores.in_memory_window_store("w", 100, 10, False), None, None
+        )
+    )
+    for key, start in [("a", 10), ("b", 10), ("a", 20)]:
+        w.put(key, ValueAndTimestamp(f"{key}{start}", start), start)
+    view = QueryableStoreTypes.window_store().create(w)
+    forward = [(kv.key.key, kv.key.window.start) for kv in view.fetch_all(0, 30)]
+    assert forward == [("a", 10), ("b", 10), ("a", 20)]
+    assert [(kv.key.key, kv.key.window.start) for kv in view.backward_fetch_all(0, 30)] == forward[::-1]
+    assert [(kv.key.key, kv.key.window.start) for kv in view.backward_all()] == forward[::-1]
+    s = opened(Stores.session_store_builder(Stores.in_memory_session_store("s", 100), None, Serdes.Long()))
+    s.put(Windowed("k", SessionWindow(1, 2)), 1)
+    s.put(Windowed("k", SessionWindow(5, 8)), 2)
+    sview = QueryableStoreTypes.session_store().create(s)
+    assert [kv.value for kv in sview.fetch("k")] == [1, 2]
+    assert [kv.value for kv in sview.backward_fetch("k")] == [2, 1]
+    assert [kv.value for kv in sview.backward_find_sessions("k", 0, 10)] == [2, 1]
+    assert list(sview.backward_find_sessions("other", 0, 10)) == []
