@@ -4,6 +4,7 @@ Records with a ``None`` key or value are dropped by the aggregation and
 counted in ``dropped-records-total``. ``windowed_by`` hands the grouped
 stream to the windowed variants (``TimeWindowedKStream``,
 ``SessionWindowedKStream``), which reuse ``_aggregate_builder``.
+``cogroup`` starts a ``CogroupedKStream`` (KIP-150) with this stream.
 
 Attributes for the windowed variants (contract 5): ``_builder``, ``_name``,
 ``_key_serde``, ``_value_serde``, ``_sub_topology_source_nodes``,
@@ -30,6 +31,7 @@ from kspark.kstream.internals.materialize import (
 )
 
 if TYPE_CHECKING:
+    from kspark.kstream.cogrouped_kstream import CogroupedKStream
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
     from kspark.kstream.internals.value_getters import KTableProcessorSupplier
     from kspark.kstream.ktable import KTable
@@ -111,6 +113,20 @@ class KGroupedStream:
         return self._aggregate_builder.build(
             name, KeyValueStoreMaterializer(m), supplier, m.queryable_store_name, m.key_serde, m.value_serde
         )
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogrouped aggregation with this stream: ``aggregator(key, value, aggregate)``.
+
+        Add more grouped streams with ``.cogroup(grouped, aggregator)``, then
+        ``aggregate(initializer)`` (KIP-150; :mod:`kspark.kstream.cogrouped_kstream`).
+        """
+        require_callable(aggregator, "aggregator", "KGroupedStream.cogroup")
+        from kspark.kstream.cogrouped_kstream import CogroupedKStream
+
+        cogrouped = CogroupedKStream(
+            self._name, self._sub_topology_source_nodes, self._graph_node, self._builder
+        )
+        return cogrouped.cogroup(self, aggregator)
 
     def windowed_by(self, windows: Any) -> Any:
         """Window the grouped stream: TimeWindows/SlidingWindows or SessionWindows."""
