@@ -184,6 +184,14 @@ class Grouped:
         _validate_name(self.name, "Grouped")
 
     @staticmethod
+    def key_serde_(serde: Any) -> Grouped:
+        return Grouped(key_serde=serde)
+
+    @staticmethod
+    def value_serde_(serde: Any) -> Grouped:
+        return Grouped(value_serde=serde)
+
+    @staticmethod
     def as_(name: str) -> Grouped:
         return Grouped(name=name)
 
@@ -296,6 +304,18 @@ class Joined:
         return Joined(
             key_serde=key_serde, value_serde=value_serde, other_value_serde=other_value_serde, name=name
         )
+
+    @staticmethod
+    def key_serde_(serde: Any) -> Joined:
+        return Joined(key_serde=serde)
+
+    @staticmethod
+    def value_serde_(serde: Any) -> Joined:
+        return Joined(value_serde=serde)
+
+    @staticmethod
+    def other_value_serde_(serde: Any) -> Joined:
+        return Joined(other_value_serde=serde)
 
     @staticmethod
     def as_(name: str) -> Joined:
