@@ -108,6 +108,12 @@ def _rows(java_class: str, spec: str, driver: str = YES, spark: str = YES, note:
     return [Row(java_class, m, java_to_python(m), driver, spark, note) for m in spec.split()]
 
 
+def _factory(java_class: str, method: str) -> Row:
+    """A static factory whose snake_case name is a field of the object: kspark adds ``_``."""
+    field = java_to_python(method)
+    return Row(java_class, method, field + "_", YES, YES, f"static factory; `{field}` is the field")
+
+
 def _missing(java_class: str, spec: str, note: str, driver: str = NO, spark: str = NO) -> list[Row]:
     return [Row(java_class, m, None, driver, spark, note) for m in spec.split()]
 
@@ -167,29 +173,23 @@ ROWS: list[Row] = [
     ),
     *_rows("kstream.Produced", "with as withKeySerde withValueSerde withStreamPartitioner withName"),
     *_rows("kstream.Produced", "streamPartitioner"),
-    Row("kstream.Produced", "keySerde", "key_serde_", YES, YES, "static factory; `key_serde` is the field"),
-    Row("kstream.Produced", "valueSerde", "value_serde_", YES, YES, "static factory; `value_serde` is the field"),
+    _factory("kstream.Produced", "keySerde"),
+    _factory("kstream.Produced", "valueSerde"),
     *_rows("kstream.Grouped", "as with withName withKeySerde withValueSerde"),
-    Row("kstream.Grouped", "keySerde", "key_serde_", YES, YES, "static factory; `key_serde` is the field"),
-    Row("kstream.Grouped", "valueSerde", "value_serde_", YES, YES, "static factory; `value_serde` is the field"),
+    _factory("kstream.Grouped", "keySerde"),
+    _factory("kstream.Grouped", "valueSerde"),
     *_rows("kstream.Materialized", "as with withKeySerde withValueSerde withRetention"),
-    *_rows("kstream.Materialized", "withLoggingEnabled withLoggingDisabled withCachingEnabled withCachingDisabled"),
+    *_rows("kstream.Materialized", "withLoggingEnabled withLoggingDisabled"),
+    *_rows("kstream.Materialized", "withCachingEnabled withCachingDisabled"),
     *_missing(
         "kstream.Materialized",
         "withStoreType",
         "every store is kept in worker memory today (persistent stores on disk are not built yet)",
     ),
     *_rows("kstream.Joined", "with as withKeySerde withValueSerde withOtherValueSerde withName"),
-    Row("kstream.Joined", "keySerde", "key_serde_", YES, YES, "static factory; `key_serde` is the field"),
-    Row("kstream.Joined", "valueSerde", "value_serde_", YES, YES, "static factory; `value_serde` is the field"),
-    Row(
-        "kstream.Joined",
-        "otherValueSerde",
-        "other_value_serde_",
-        YES,
-        YES,
-        "static factory; `other_value_serde` is the field",
-    ),
+    _factory("kstream.Joined", "keySerde"),
+    _factory("kstream.Joined", "valueSerde"),
+    _factory("kstream.Joined", "otherValueSerde"),
     *_missing(
         "kstream.Joined",
         "withGracePeriod gracePeriod",
@@ -219,7 +219,8 @@ ROWS: list[Row] = [
         "kstream.Suppressed$BufferConfig",
         "withNoBound shutDownWhenFull emitEarlyWhenFull withLoggingDisabled withLoggingEnabled",
     ),
-    *_rows("kstream.TimeWindows", "ofSizeWithNoGrace ofSizeAndGrace advanceBy windowsFor size gracePeriodMs"),
+    *_rows("kstream.TimeWindows", "ofSizeWithNoGrace ofSizeAndGrace advanceBy"),
+    *_rows("kstream.TimeWindows", "windowsFor size gracePeriodMs"),
     *_rows("kstream.SlidingWindows", "ofTimeDifferenceWithNoGrace ofTimeDifferenceAndGrace"),
     *_rows("kstream.SlidingWindows", "timeDifferenceMs gracePeriodMs"),
     *_rows("kstream.SessionWindows", "ofInactivityGapWithNoGrace ofInactivityGapAndGrace"),
@@ -239,7 +240,8 @@ ROWS: list[Row] = [
     *_rows("processor.api.Processor", "init process close"),
     *_rows("processor.api.FixedKeyProcessor", "init process close", note="given to process_values"),
     *_rows("processor.api.ProcessingContext", "applicationId taskId recordMetadata keySerde valueSerde"),
-    *_rows("processor.api.ProcessingContext", "getStateStore schedule commit appConfigs appConfigsWithPrefix"),
+    *_rows("processor.api.ProcessingContext", "getStateStore schedule"),
+    *_rows("processor.api.ProcessingContext", "commit appConfigs appConfigsWithPrefix"),
     *_rows("processor.api.ProcessingContext", "currentSystemTimeMs currentStreamTimeMs"),
     *_missing(
         "processor.api.ProcessingContext",
@@ -253,7 +255,8 @@ ROWS: list[Row] = [
     ),
     *_rows("processor.api.ProcessorContext", "forward"),
     *_rows("processor.api.FixedKeyProcessorContext", "forward", note="a changed key is refused"),
-    *_rows("processor.api.Record", "key value timestamp headers withKey withValue withTimestamp withHeaders"),
+    *_rows("processor.api.Record", "key value timestamp headers"),
+    *_rows("processor.api.Record", "withKey withValue withTimestamp withHeaders"),
     *_rows(
         "processor.api.FixedKeyRecord",
         "key value timestamp headers withValue withTimestamp withHeaders",
@@ -267,26 +270,31 @@ ROWS: list[Row] = [
         "IQv2's store-level query; kspark's position-bound reads go through KafkaStreams.store",
     ),
     # -- stores
-    *_rows("state.Stores", "persistentKeyValueStore persistentTimestampedKeyValueStore inMemoryKeyValueStore"),
+    *_rows("state.Stores", "persistentKeyValueStore"),
+    *_rows("state.Stores", "persistentTimestampedKeyValueStore inMemoryKeyValueStore"),
     *_rows("state.Stores", "persistentWindowStore persistentTimestampedWindowStore inMemoryWindowStore"),
     *_missing("state.Stores", "lruMap", "an LRU-bounded in-memory store: not built yet"),
     *_rows("state.Stores", "persistentSessionStore inMemorySessionStore keyValueStoreBuilder"),
-    *_rows("state.Stores", "timestampedKeyValueStoreBuilder windowStoreBuilder timestampedWindowStoreBuilder"),
+    *_rows("state.Stores", "timestampedKeyValueStoreBuilder"),
+    *_rows("state.Stores", "windowStoreBuilder timestampedWindowStoreBuilder"),
     *_rows("state.Stores", "sessionStoreBuilder"),
     *_missing(
         "state.Stores",
         "persistentVersionedKeyValueStore versionedKeyValueStoreBuilder",
         "versioned stores (KIP-889): not built yet",
     ),
-    *_rows("state.ReadOnlyKeyValueStore", "get range reverseRange all reverseAll prefixScan approximateNumEntries"),
+    *_rows("state.ReadOnlyKeyValueStore", "get range reverseRange"),
+    *_rows("state.ReadOnlyKeyValueStore", "all reverseAll prefixScan approximateNumEntries"),
     *_rows("state.KeyValueStore", "put putIfAbsent putAll delete"),
     *_rows("state.ReadOnlyWindowStore", "fetch backwardFetch all backwardAll fetchAll backwardFetchAll"),
     *_rows("state.WindowStore", "put fetch backwardFetch fetchAll backwardFetchAll"),
-    *_rows("state.ReadOnlySessionStore", "findSessions backwardFindSessions fetchSession fetch backwardFetch"),
+    *_rows("state.ReadOnlySessionStore", "findSessions backwardFindSessions"),
+    *_rows("state.ReadOnlySessionStore", "fetchSession fetch backwardFetch"),
     *_rows("state.SessionStore", "findSessions backwardFindSessions fetchSession remove put"),
     *_missing("state.VersionedKeyValueStore", "put delete get", "versioned stores (KIP-889): not built yet"),
     # -- running: KafkaStreams is the Spark runner; the TopologyTestDriver stands in for it in tests
-    *_rows("KafkaStreams", "state setStateListener setUncaughtExceptionHandler metrics start close", driver=NA),
+    *_rows("KafkaStreams", "state setStateListener setUncaughtExceptionHandler", driver=NA),
+    *_rows("KafkaStreams", "metrics start close", driver=NA),
     Row("KafkaStreams", "cleanUp", "cleanup", NA, YES, "deletes the application's Spark checkpoint"),
     *_rows(
         "KafkaStreams",
@@ -295,7 +303,9 @@ ROWS: list[Row] = [
         note="interactive queries: docs/interactive-queries.md (global stores are not queryable on Spark)",
     ),
     *_missing("KafkaStreams", "addStreamThread removeStreamThread", _ONE_PROCESS, driver=NA, spark=NA),
-    *_missing("KafkaStreams", "setGlobalStateRestoreListener setStandbyUpdateListener", "not built yet", driver=NA),
+    *_missing(
+        "KafkaStreams", "setGlobalStateRestoreListener setStandbyUpdateListener", "not built yet", driver=NA
+    ),
     *_missing("KafkaStreams", "pause resume isPaused", "KIP-834 pause/resume: not built yet", driver=NA),
     *_missing(
         "KafkaStreams",
@@ -357,10 +367,7 @@ def _summary(rows: Iterable[Row]) -> str:
     rows = list(rows)
     both = sum(1 for r in rows if r.driver in (YES, NA) and r.spark in (YES, NA) and r.kspark)
     missing = [r for r in rows if r.kspark is None and not (r.driver == NA and r.spark == NA)]
-    return (
-        f"{len(rows)} methods: {both} available wherever they apply, "
-        f"{len(missing)} not provided.\n"
-    )
+    return f"{len(rows)} methods: {both} available wherever they apply, {len(missing)} not provided.\n"
 
 
 def render(rows: Iterable[Row] = ROWS) -> str:
