@@ -16,7 +16,7 @@ Attributes other DSL modules use (contract 5): ``_builder``, ``_name``,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from kspark.kstream.config_objects import Grouped, Materialized, Named
 from kspark.kstream.internals.functions import require_callable, with_key
@@ -27,6 +27,7 @@ from kspark.kstream.internals.graph import (
     ProcessorParameters,
     TableProcessorNode,
 )
+from kspark.kstream.internals.join_arguments import JoinArguments, split_join_arguments
 from kspark.kstream.internals.kstream_processors import KStreamMapValues, new_value_of
 from kspark.kstream.internals.ktable_join import (
     KTableKTableAbstractJoin,
@@ -45,6 +46,7 @@ from kspark.kstream.internals.materialize import (
     split_named_materialized,
 )
 from kspark.kstream.internals.value_getters import KTableProcessorSupplier, KTableValueGetterSupplier
+from kspark.kstream.table_joined import TableJoined
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
@@ -278,23 +280,61 @@ class KTable:
 
     # -- joins ---------------------------------------------------------------
 
+    @overload
     def join(
         self,
         other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
         named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
-    ) -> KTable:
-        return self._do_join("inner", other, joiner, named, materialized)
+    ) -> KTable: ...
 
+    @overload
+    def join(
+        self,
+        other: KTable,
+        foreign_key_extractor: Callable[..., Any],
+        joiner: Callable[..., Any],
+        table_joined: TableJoined | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable: ...
+
+    def join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
+        """Inner table-table join: on the key, or on a foreign key (KIP-213).
+
+        ``join(other, joiner[, named][, materialized])`` joins rows with equal
+        keys. ``join(other, foreign_key_extractor, joiner[, table_joined][,
+        materialized])`` joins each row of this table with the row of ``other``
+        whose key ``foreign_key_extractor(value)`` (or ``(key, value)``: two
+        positional parameters) returns, ``joiner(value, other_value)`` (or
+        ``(key, value, other_value)``) making the result; see
+        :mod:`kspark.kstream.internals.foreign_key_join`.
+        """
+        return self._dispatch_join("inner", other, args, kwargs)
+
+    @overload
     def left_join(
         self,
         other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
         named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
-    ) -> KTable:
-        return self._do_join("left", other, joiner, named, materialized)
+    ) -> KTable: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KTable,
+        foreign_key_extractor: Callable[..., Any],
+        joiner: Callable[..., Any],
+        table_joined: TableJoined | Materialized | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable: ...
+
+    def left_join(self, other: KTable, *args: Any, **kwargs: Any) -> KTable:
+        """Left table-table join, on the key or on a foreign key (as :meth:`join`); a row of this
+        table with no match (or a null foreign key) is joined with ``None``."""
+        return self._dispatch_join("left", other, args, kwargs)
 
     def outer_join(
         self,
@@ -303,7 +343,40 @@ class KTable:
         named: Named | str | Materialized | None = None,
         materialized: Materialized | None = None,
     ) -> KTable:
+        if callable(named):
+            raise TypeError(
+                "KTable.outer_join takes no foreign-key extractor: Kafka Streams has foreign-key "
+                "join and left_join only"
+            )
         return self._do_join("outer", other, joiner, named, materialized)
+
+    def _dispatch_join(
+        self, kind: str, other: KTable, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> KTable:
+        """Java's overloads: a second function before the joiner makes it a foreign-key join."""
+        op = {"inner": "join", "left": "left_join"}[kind]
+        call = split_join_arguments(op, args, kwargs)
+        if call.foreign_key_extractor is None:
+            return self._do_join(kind, other, call.joiner, call.named, call.materialized)
+        return self._do_foreign_key_join(op, other, call, kind == "left")
+
+    def _do_foreign_key_join(self, op: str, other: KTable, call: JoinArguments, left_join: bool) -> KTable:
+        from kspark.kstream.internals.foreign_key_join import do_join_on_foreign_key
+
+        if not isinstance(other, KTable):
+            raise TypeError(f"KTable.{op} (foreign-key join) needs a KTable, got {other!r}")
+        require_callable(call.foreign_key_extractor, "foreign_key_extractor", f"KTable.{op}")
+        require_callable(call.joiner, "joiner", f"KTable.{op}")
+        assert call.foreign_key_extractor is not None
+        return do_join_on_foreign_key(
+            self,
+            other,
+            with_key(call.foreign_key_extractor, 1),
+            with_key(call.joiner, 2),
+            call.table_joined,
+            call.materialized,
+            left_join,
+        )
 
     def _do_join(
         self,
@@ -315,9 +388,7 @@ class KTable:
     ) -> KTable:
         op = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
         if not isinstance(other, KTable):
-            raise TypeError(
-                f"KTable.{op} needs a KTable, got {other!r} (foreign-key joins are not supported)"
-            )
+            raise TypeError(f"KTable.{op} needs a KTable, got {other!r}")
         require_callable(joiner, "joiner", f"KTable.{op}")
         name, materialized = split_named_materialized(named, materialized)
         m = self._materialized_for(materialized, MERGE_NAME)
