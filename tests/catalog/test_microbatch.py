@@ -4,7 +4,8 @@
   whenever the per-record driver computes what Kafka Streams' tasks compute: the input's pipe
   order agrees with its timestamps across topics (a task takes the smallest head timestamp
   first), global-table records come before the stream's, no wall-clock step, and with several
-  partitions no repartition topic (one driver per partition cannot send records to the others).
+  partitions no repartition topic (one driver per partition cannot send records to the others),
+  and no round trip through internal topics (a foreign-key join: see ``has_round_trip``).
 * What a scenario declares comparable with several partitions (``spark_compare``) is defined:
   the reference gives it under every interleaving of upstream tasks it tries.
 * A scenario with wall-clock steps (not replayed on Spark) either has a ``spark_skip`` or gives
@@ -28,11 +29,37 @@ _PAIRS = [(s, p) for s in CATALOG for p in s.partitions]
 _IDS = [f"{s.name}/p{p}" for s, p in _PAIRS]
 
 
+def has_round_trip(scenario: Scenario) -> bool:
+    """Whether records can flow from a sub-topology through internal topics back into it."""
+    builder = scenario.topology().internal_builder
+    groups = builder.node_groups()
+    reads = {g: {t for n in nodes for t in builder.source_topics_of(n)} for g, nodes in groups.items()}
+    writes = {g: {builder.sink_topic_of(n) for n in nodes} - {None} for g, nodes in groups.items()}
+    feeds = {g: {h for h in groups if writes[g] & reads[h]} for g in groups}
+    for start in groups:
+        seen, todo = set(), list(feeds[start])
+        while todo:
+            g = todo.pop()
+            if g == start:
+                return True
+            if g not in seen:
+                seen.add(g)
+                todo.extend(feeds[g])
+    return False
+
+
 def per_record_driver_differs(scenario: Scenario, partitions: int) -> str | None:
     """Why one per-record driver per task would not compute what Kafka Streams' tasks compute for
     this input, or None when it does (see the module docstring)."""
     if any("wall" in s for s in scenario.steps):
         return "it has wall-clock steps (the micro-batch reference, as Spark, does not replay them)"
+    if has_round_trip(scenario):
+        return (
+            "a sub-topology reads back what it made another one write (a foreign-key join's "
+            "subscriptions and responses): the per-record driver completes each record's round trip "
+            "before the next, a micro-batch after the whole batch, and drops the responses that a later "
+            "record of the batch made stale (KIP-213)"
+        )
     if partitions > 1 and has_repartition(scenario):
         return "several partitions and a repartition topic (one driver per partition cannot repartition)"
     steps = [s for s in scenario.steps if "pipe" in s]

@@ -6,9 +6,9 @@
   ``join(other, fk, joiner, materialized)``), and ``named=`` is accepted as
   a shorthand for ``TableJoined.as_(name)``.
 
-A foreign-key join is recognised by a second function before the joiner
-(positionally), or by the keywords ``foreign_key_extractor`` /
-``table_joined``.
+A foreign-key join is recognised by a function in the third position (a key
+join's ``named`` never is one), a function before ``joiner=``, or the
+keywords ``foreign_key_extractor`` / ``table_joined``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def split_join_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any])
     foreign = (
         "foreign_key_extractor" in kwargs
         or "table_joined" in kwargs
-        or (len(args) >= 2 and _is_function(args[0]) and _is_function(args[1]))
+        # the key join's third argument (named) is never a function
+        or (len(args) >= 2 and _is_function(args[1]))
         or (len(args) == 1 and _is_function(args[0]) and "joiner" in kwargs)
     )
     names = _FK_JOIN if foreign else _KEY_JOIN
