@@ -63,7 +63,11 @@ from kspark.kstream.internals.materialize import (
     split_named_materialized,
 )
 from kspark.kstream.internals.repartition import create_repartitioned_source
-from kspark.kstream.internals.stream_table_join import KStreamGlobalKTableJoin, KStreamKTableJoin
+from kspark.kstream.internals.stream_table_join import (
+    KStreamGlobalKTableJoin,
+    KStreamKTableJoin,
+    graced_stream_table_join,
+)
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
@@ -474,10 +478,16 @@ class KStream:
         all_sources = self._ensure_copartition_with([table])
         name = self._builder.or_else_generate(joined.name, LEFTJOIN_NAME if left else JOIN_NAME)
         getter = table._value_getter_supplier()
-        supplier = KStreamKTableJoin(getter, joiner, left)
-        node = StreamTableJoinNode(
-            name, ProcessorParameters(supplier, name), getter.store_names(), self._name
-        )
+        node: StreamTableJoinNode
+        if joined.grace_period is None:
+            supplier = KStreamKTableJoin(getter, joiner, left)
+            node = StreamTableJoinNode(
+                name, ProcessorParameters(supplier, name), getter.store_names(), self._name
+            )
+        else:
+            node = graced_stream_table_join(
+                self._builder, name, table, getter, joiner, joined, left, self._name
+            )
         self._builder.add_graph_node(self._graph_node, node)
         if left:
             node.labels.append(NULL_KEY_RELAXED_JOIN)

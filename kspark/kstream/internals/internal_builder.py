@@ -209,6 +209,9 @@ class InternalStreamsBuilder:
         # Optimisations (reusing source topics, merging repartition topics) are not applied:
         # the graph is written as built, which is Kafka's behaviour for "none".
         self._relax_null_key_filters()
+        from kspark.kstream.internals.versioned_semantics import enable_versioned_semantics
+
+        enable_versioned_semantics(self.root)
         queue: list[tuple[int, int, GraphNode]] = [(self.root.build_priority, 0, self.root)]
         tie = 1
         while queue:

@@ -17,6 +17,11 @@ from typing import TYPE_CHECKING, Any
 from kspark.kstream.internals.change import Change
 from kspark.kstream.internals.forwarding import TimestampedTupleForwarder
 from kspark.kstream.internals.kstream_processors import ContextualProcessor
+from kspark.kstream.internals.store_wrapper import (
+    PUT_RETURN_CODE_IS_LATEST,
+    PUT_RETURN_CODE_NOT_PUT,
+    KeyValueStoreWrapper,
+)
 from kspark.kstream.internals.stream_table_join import record_dropped
 from kspark.kstream.internals.value_getters import (
     KTableMaterializedValueGetterSupplier,
@@ -88,6 +93,13 @@ class _JoinProcessor(ContextualProcessor):
         if record.key is None:
             record_dropped(self._context, "Skipping record due to null key.")
             return
+        if self._join.use_versioned_semantics and not record.value.is_latest:
+            # an out-of-order version of a versioned table does not change the join (KIP-914)
+            record_dropped(
+                self._context,
+                "Skipping out-of-order record from versioned table while performing table-table join.",
+            )
+            return
         result = self._join.on_update(record.value, record.timestamp, self._getter.get(record.key))
         if result is not None:
             change, timestamp = result
@@ -105,6 +117,8 @@ class KTableKTableAbstractJoin(KTableProcessorSupplier):
         self.table2 = table2
         self.joiner = joiner
         self.send_old_values = False
+        # KIP-914: set at build time when table1 (the side this processor is updated by) is versioned
+        self.use_versioned_semantics = False
         self._other_getter_supplier = table2._value_getter_supplier()
 
     def __call__(self) -> Processor[Any, Any]:
@@ -230,20 +244,23 @@ class KTableKTableOuterJoin(KTableKTableAbstractJoin):
 class _MergerProcessor(ContextualProcessor):
     def __init__(self, merger: KTableKTableJoinMerger) -> None:
         self._m = merger
-        self._store: Any = None
+        self._store: KeyValueStoreWrapper | None = None
         self._forwarder: TimestampedTupleForwarder | None = None
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         if self._m.queryable_name is not None:
-            self._store = context.get_state_store(self._m.queryable_name)
-            self._forwarder = TimestampedTupleForwarder(context, self._m.send_old_values, self._store)
+            self._store = KeyValueStoreWrapper(context, self._m.queryable_name)
+            self._forwarder = TimestampedTupleForwarder(context, self._m.send_old_values, self._store.store)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if self._store is not None:
-            self._store.put(record.key, ValueAndTimestamp.make(record.value.new_value, record.timestamp))
-            assert self._forwarder is not None
-            self._forwarder.maybe_forward(record)
+            change = record.value
+            code = self._store.put(record.key, change.new_value, record.timestamp)
+            if code != PUT_RETURN_CODE_NOT_PUT:
+                assert self._forwarder is not None
+                latest = Change(change.new_value, change.old_value, code == PUT_RETURN_CODE_IS_LATEST)
+                self._forwarder.maybe_forward(record.with_value(latest))
         elif self._m.send_old_values:
             self._context.forward(record)
         else:

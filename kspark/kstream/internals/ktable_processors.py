@@ -19,6 +19,11 @@ from kspark.key_value import KeyValue
 from kspark.kstream.internals.change import Change
 from kspark.kstream.internals.forwarding import TimestampedTupleForwarder
 from kspark.kstream.internals.kstream_processors import ContextualProcessor, to_key_value
+from kspark.kstream.internals.store_wrapper import (
+    PUT_RETURN_CODE_IS_LATEST,
+    PUT_RETURN_CODE_NOT_PUT,
+    KeyValueStoreWrapper,
+)
 from kspark.kstream.internals.stream_table_join import record_dropped
 from kspark.kstream.internals.value_getters import (
     KTableMaterializedValueGetterSupplier,
@@ -46,8 +51,21 @@ __all__ = [
 ]
 
 
-def _put(store: Any, key: Any, value: Any, timestamp: int) -> None:
-    store.put(key, ValueAndTimestamp.make(value, timestamp))
+def _put_and_forward(
+    store: KeyValueStoreWrapper,
+    forwarder: TimestampedTupleForwarder | None,
+    record: Record[Any, Any],
+    new_value: Any,
+    old_value: Any,
+) -> None:
+    """Write the table's new value at the record's timestamp, then forward the update unless a
+    versioned store refused it (``is_latest`` False for an out-of-order version, KIP-914)."""
+    code = store.put(record.key, new_value, record.timestamp)
+    if code != PUT_RETURN_CODE_NOT_PUT:
+        assert forwarder is not None
+        forwarder.maybe_forward(
+            record.with_value(Change(new_value, old_value, code == PUT_RETURN_CODE_IS_LATEST))
+        )
 
 
 # -- sources -------------------------------------------------------------------
@@ -56,14 +74,16 @@ def _put(store: Any, key: Any, value: Any, timestamp: int) -> None:
 class _KTableSourceProcessor(ContextualProcessor):
     def __init__(self, supplier: KTableSource) -> None:
         self._supplier = supplier
-        self._store: Any = None
+        self._store: KeyValueStoreWrapper | None = None
         self._forwarder: TimestampedTupleForwarder | None = None
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         if self._supplier.queryable_name is not None:
-            self._store = context.get_state_store(self._supplier.queryable_name)
-            self._forwarder = TimestampedTupleForwarder(context, self._supplier.send_old_values, self._store)
+            self._store = KeyValueStoreWrapper(context, self._supplier.queryable_name)
+            self._forwarder = TimestampedTupleForwarder(
+                context, self._supplier.send_old_values, self._store.store
+            )
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
@@ -74,9 +94,7 @@ class _KTableSourceProcessor(ContextualProcessor):
             return
         old = self._store.get(record.key)
         old_value = None if old is None else old.value
-        _put(self._store, record.key, record.value, record.timestamp)
-        assert self._forwarder is not None
-        self._forwarder.maybe_forward(record.with_value(Change(record.value, old_value)))
+        _put_and_forward(self._store, self._forwarder, record, record.value, old_value)
 
 
 class KTableSource(KTableProcessorSupplier):
@@ -134,13 +152,13 @@ class _StreamAggProcessor(ContextualProcessor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._store = context.get_state_store(self._supplier.store_name)
-        self._forwarder = TimestampedTupleForwarder(context, self._supplier.send_old_values, self._store)
+        self._store = KeyValueStoreWrapper(context, self._supplier.store_name)
+        self._forwarder = TimestampedTupleForwarder(
+            context, self._supplier.send_old_values, self._store.store
+        )
 
     def _emit(self, record: Record[Any, Any], new_agg: Any, old_agg: Any, timestamp: int) -> None:
-        _put(self._store, record.key, new_agg, timestamp)
-        assert self._forwarder is not None
-        self._forwarder.maybe_forward(record.with_value(Change(new_agg, old_agg)).with_timestamp(timestamp))
+        _put_and_forward(self._store, self._forwarder, record.with_timestamp(timestamp), new_agg, old_agg)
 
     def process(self, record: Record[Any, Any]) -> None:
         raise NotImplementedError
@@ -244,6 +262,12 @@ class _DerivedGetter(KTableValueGetter):
     def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
         return self._compute(key, self._parent.get(key))  # type: ignore[no-any-return]
 
+    def get_as_of(self, key: Any, as_of_timestamp: int) -> ValueAndTimestamp[Any] | None:
+        return self._compute(key, self._parent.get_as_of(key, as_of_timestamp))  # type: ignore[no-any-return]
+
+    def is_versioned(self) -> bool:
+        return self._parent.is_versioned()
+
     def close(self) -> None:
         self._parent.close()
 
@@ -267,6 +291,8 @@ class _StatelessTableSupplier(KTableProcessorSupplier):
         self.parent = parent
         self.queryable_name = queryable_name
         self.send_old_values = False
+        # KIP-914: set at build time when the input table is versioned (only the filter uses it)
+        self.use_versioned_semantics = False
 
     def compute(self, key: Any, value: Any) -> Any:
         raise NotImplementedError
@@ -303,8 +329,8 @@ class _StatelessTableProcessor(ContextualProcessor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         if self._s.queryable_name is not None:
-            self._store = context.get_state_store(self._s.queryable_name)
-            self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values, self._store)
+            self._store = KeyValueStoreWrapper(context, self._s.queryable_name)
+            self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values, self._store.store)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         key, change = record.key, record.value
@@ -318,15 +344,14 @@ class _StatelessTableProcessor(ContextualProcessor):
                 old_value = self._s.compute(key, change.old_value)
         if (
             self._s.skip_empty_update()
+            and not self._s.use_versioned_semantics
             and self._s.send_old_values
             and old_value is None
             and new_value is None
         ):
             return  # nothing was there and nothing is: no tombstone needed
         if self._store is not None:
-            _put(self._store, key, new_value, record.timestamp)
-            assert self._forwarder is not None
-            self._forwarder.maybe_forward(record.with_value(Change(new_value, old_value)))
+            _put_and_forward(self._store, self._forwarder, record, new_value, old_value)
         else:
             self._context.forward(record.with_value(Change(new_value, old_value, change.is_latest)))
 
@@ -381,8 +406,9 @@ class KTableMapValues(_StatelessTableSupplier):
 
 
 class _RepartitionMapProcessor(ContextualProcessor):
-    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, mapper: Callable[[Any, Any], Any], supplier: KTableRepartitionMap) -> None:
         self._mapper = mapper
+        self._s = supplier
 
     def _regroup(self, key: Any, value: Any) -> KeyValue[Any, Any] | None:
         """The (group key, value) ``value`` maps to; None when it has no group (null key or value)."""
@@ -399,6 +425,9 @@ class _RepartitionMapProcessor(ContextualProcessor):
         if record.key is None:
             raise StreamsException("Record key for the grouping KTable should not be null.")
         change = record.value
+        if self._s.use_versioned_semantics and not change.is_latest:
+            # an out-of-order version of a versioned table does not change the aggregate (KIP-914)
+            return
         new_pair = self._regroup(record.key, change.new_value)
         old_pair = self._regroup(record.key, change.old_value)
         if old_pair is not None and new_pair is not None and old_pair.key == new_pair.key:
@@ -425,9 +454,10 @@ class KTableRepartitionMap(KTableProcessorSupplier):
     def __init__(self, parent: KTable, mapper: Callable[[Any, Any], Any]) -> None:
         self.parent = parent
         self.mapper = mapper
+        self.use_versioned_semantics = False
 
     def __call__(self) -> Processor[Any, Any]:
-        return _RepartitionMapProcessor(self.mapper)
+        return _RepartitionMapProcessor(self.mapper, self)
 
     def view(self) -> KTableValueGetterSupplier:
         raise StreamsException(
@@ -447,8 +477,8 @@ class _TableAggregateProcessor(ContextualProcessor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._store = context.get_state_store(self._s.store_name)
-        self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values, self._store)
+        self._store = KeyValueStoreWrapper(context, self._s.store_name)
+        self._forwarder = TimestampedTupleForwarder(context, self._s.send_old_values, self._store.store)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if record.key is None:
@@ -457,9 +487,7 @@ class _TableAggregateProcessor(ContextualProcessor):
                 "should not be null."
             )
         new_agg, timestamp, old_agg = self._s.apply(record, self._store.get(record.key))
-        _put(self._store, record.key, new_agg, timestamp)
-        assert self._forwarder is not None
-        self._forwarder.maybe_forward(record.with_value(Change(new_agg, old_agg)).with_timestamp(timestamp))
+        _put_and_forward(self._store, self._forwarder, record.with_timestamp(timestamp), new_agg, old_agg)
 
 
 class KTableAggregate(_AggregateSupplierBase):

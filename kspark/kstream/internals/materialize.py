@@ -122,10 +122,26 @@ class KeyValueStoreMaterializer:
     def name(self) -> str:
         return self.materialized.store_name
 
+    def is_versioned(self) -> bool:
+        """Whether the store is versioned (KIP-914: its table is a versioned table)."""
+        from kspark.state.internals.versioned import VersionedBytesStoreSupplier
+
+        return isinstance(self.materialized.store_supplier, VersionedBytesStoreSupplier)
+
+    def history_retention(self) -> int:
+        if not self.is_versioned():
+            raise ValueError("historyRetention is not supported when not a versioned store")
+        retention: int = self.materialized.store_supplier.history_retention_ms()
+        return retention
+
     def builder(self) -> StoreBuilder[Any, Any]:
         from kspark.state import Stores  # owned by the state engineer; only needed when a store is built
 
         m = self.materialized
+        if self.is_versioned():
+            # versioned stores never cache (Kafka logs that it does not enable caching)
+            vb = Stores.versioned_key_value_store_builder(m.store_supplier, m.key_serde, m.value_serde)
+            return vb.with_logging_enabled(m.log_config) if m.logging else vb.with_logging_disabled()
         supplier = m.store_supplier or Stores.persistent_timestamped_key_value_store(m.store_name)
         b = Stores.timestamped_key_value_store_builder(supplier, m.key_serde, m.value_serde)
         b = b.with_caching_enabled() if m.caching else b.with_caching_disabled()

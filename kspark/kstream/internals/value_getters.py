@@ -20,6 +20,7 @@ from typing import Any
 
 from kspark.processor.api import Processor, ProcessorContext
 from kspark.state.api import ValueAndTimestamp
+from kspark.state.internals.versioned import is_versioned_store
 
 __all__ = [
     "KTableValueGetter",
@@ -38,6 +39,14 @@ class KTableValueGetter(ABC):
 
     @abstractmethod
     def get(self, key: Any) -> ValueAndTimestamp[Any] | None: ...
+
+    def get_as_of(self, key: Any, as_of_timestamp: int) -> ValueAndTimestamp[Any] | None:
+        """The value as of a time (Kafka's ``get(key, asOfTimestamp)``): versioned tables only."""
+        raise TypeError("get(key, timestamp) is only supported for versioned stores")
+
+    def is_versioned(self) -> bool:
+        """Whether the table read is versioned (KIP-914): then ``get_as_of`` answers."""
+        return False
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what ``init`` acquired."""
@@ -70,12 +79,25 @@ class _StoreValueGetter(KTableValueGetter):
     def __init__(self, store_name: str) -> None:
         self._store_name = store_name
         self._store: Any = None
+        self._versioned = False
 
     def init(self, context: ProcessorContext) -> None:
         self._store = context.get_state_store(self._store_name)
+        self._versioned = is_versioned_store(self._store)
+
+    def is_versioned(self) -> bool:
+        return self._versioned
+
+    def get_as_of(self, key: Any, as_of_timestamp: int) -> ValueAndTimestamp[Any] | None:
+        if not self._versioned:
+            return super().get_as_of(key, as_of_timestamp)
+        record = self._store.get(key, as_of_timestamp)
+        return None if record is None else ValueAndTimestamp.make(record.value, record.timestamp)
 
     def get(self, key: Any) -> ValueAndTimestamp[Any] | None:
         result = self._store.get(key)
+        if self._versioned:
+            return None if result is None else ValueAndTimestamp.make(result.value, result.timestamp)
         return (
             result
             if result is None or isinstance(result, ValueAndTimestamp)
