@@ -318,6 +318,11 @@ class Joined:
         return Joined(other_value_serde=serde)
 
     @staticmethod
+    def grace_period_(grace: int | timedelta) -> Joined:
+        """A ``Joined`` with only a grace period (stream-table joins of versioned tables, KIP-914)."""
+        return Joined(grace_period=grace)
+
+    @staticmethod
     def as_(name: str) -> Joined:
         return Joined(name=name)
 

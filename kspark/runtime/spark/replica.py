@@ -46,6 +46,7 @@ from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.plan import PhysicalPlan
 from kspark.state.api import KeyValueIterator
 from kspark.state.internals.iterators import PeekingKeyValueIterator
+from kspark.state.internals.versioned import VersionedKeyValueStoreBuilder
 from kspark.state.queryable import QueryableStoreTypes
 
 if TYPE_CHECKING:
@@ -103,6 +104,11 @@ def store_homes(
                     refused[store] = (
                         "its changelog is disabled (with_logging_disabled()), and on Spark a store is "
                         "read from a replica its changelog topic feeds"
+                    )
+                elif isinstance(builder.store_builder(store), VersionedKeyValueStoreBuilder):
+                    refused[store] = (
+                        "it is a versioned store (KIP-889), and interactive queries of versioned "
+                        "stores (VersionedKeyQuery) are not supported on the Spark runner yet"
                     )
                 elif sub.tasks is not None:
                     homes[store] = StoreHome(
