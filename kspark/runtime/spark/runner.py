@@ -244,6 +244,8 @@ class SparkRunner:
         self._stopping = threading.Event()
         self.records_written = 0
         self.partitions: dict[str, int] = {}
+        # partition counts a sink's partitioner is told: the topics above and existing sink topics
+        self.sink_partitions: dict[str, int] = {}
         self.physical: PhysicalPlan | None = None
         self.instance = uuid.uuid4().hex
         self._restarts: dict[str, int] = {}  # transient failures restarted, by query
@@ -338,6 +340,8 @@ class SparkRunner:
         self.partitions = {t: n for t, n in existing.items() if t in wanted}
         for t in to_create:
             self.partitions[t.topic] = t.num_partitions
+        sinks = {self._topic(s) for n in self.builder.node_names() if (s := self.builder.sink_topic_of(n))}
+        self.sink_partitions = {**{s: n for s, n in existing.items() if s in sinks}, **self.partitions}
         create_topics(settings, to_create, "internal")
         self.physical = None
         plan = self.plan()
@@ -422,6 +426,7 @@ class SparkRunner:
             has_global_stores=bool(self.builder.global_store_names()),
             fused=fused,
             input_partitions={t: self.partitions[t] for t in plan.source_topics},
+            sink_partitions=dict(self.sink_partitions),
         )
 
     def _committed_start(self, query: QueryPlan, partitions: Mapping[str, int]) -> dict[str, dict[str, int]]:

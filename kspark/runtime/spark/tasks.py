@@ -133,6 +133,9 @@ class TopologySpec:
     fused: bool = False  # the physical plan fused the (stateless) task from its source (plan.py)
     # The sub-topology's input topics and their partition counts (a task's input partitions).
     input_partitions: Mapping[str, int] = field(default_factory=dict)
+    # Partition counts of the topics its sinks write, for their partitioners (a foreign-key join's
+    # response goes to the partition its left record came from); a topic not known counts as one.
+    sink_partitions: Mapping[str, int] = field(default_factory=dict)
 
     def task_commit(self, partition: int) -> TaskCommit:
         """The writes of task ``partition`` for one micro-batch (task_commit.py): its partition of
@@ -157,6 +160,7 @@ class TopologySpec:
             builder.build_topology(nodes),
             StreamsConfig(dict(self.config)),
             partition=partition,
+            partitions_for=lambda topic: self.sink_partitions.get(topic, 1),
             wall_clock_ms=int(time.time() * 1000),
             processor_metadata=processor_metadata,
             global_stores=replica.stores if (replica := self.global_replica()) is not None else None,

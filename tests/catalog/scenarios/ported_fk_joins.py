@@ -274,9 +274,8 @@ SCENARIOS: list[Scenario] = [
         IO,
         OUT,
         NULL_FK,
-        "KTableKTableForeignKeyJoinScenarioTest / SubscriptionSendProcessorSupplierTest."
-        "innerJoinShouldLogAndMeterSkippedRecordsWhenForeignKeyIsNull: an inner join drops a row "
-        "whose foreign key is null and counts it.",
+        "SubscriptionSendProcessorSupplierTest.innerJoinShouldNotPropagateNewPrimaryKeyWithNullFK: an "
+        "inner join drops a row whose foreign key is null, and counts it as dropped.",
         java="pfk_null_fk_inner",
     ),
     ported(
@@ -292,7 +291,8 @@ SCENARIOS: list[Scenario] = [
     *_pair(
         "churn_cached",
         CHURN,
-        "SubscriptionSendProcessorSupplierTest / ResponseJoinProcessorSupplierTest: one left key's "
+        "SubscriptionSendProcessorSupplierTest (FK changes, deletes) and ResponseJoinProcessorSupplierTest "
+        "(stale responses) over one table pair: a left key's "
         "foreign key and value changing back and forth with right updates, deletes and re-inserts in "
         "between; the result store keeps its cache.",
         caching=True,
@@ -307,7 +307,8 @@ SCENARIOS: list[Scenario] = [
     *_pair(
         "named_with_key",
         WITH_KEY,
-        "KTableImplTest (KIP-1104 BiFunction extractor) with TableJoined.as(name): every processor, "
+        "KIP-1104's BiFunction extractor with TableJoined.as(name) (KTableImpl.doJoinOnForeignKey's "
+        "names): every processor, "
         "store and internal topic is named after the join; the extractor reads the key too.",
         store=False,
         caching=True,
