@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "Materialized": "kspark.kstream.config_objects",
     "Joined": "kspark.kstream.config_objects",
     "StreamJoined": "kspark.kstream.config_objects",
+    "TableJoined": "kspark.kstream.table_joined",
     "Repartitioned": "kspark.kstream.config_objects",
     "Branched": "kspark.kstream.config_objects",
     "Named": "kspark.kstream.config_objects",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from kspark.kstream.config_objects import Repartitioned as Repartitioned
     from kspark.kstream.config_objects import StreamJoined as StreamJoined
     from kspark.kstream.suppressed import Suppressed as Suppressed
+    from kspark.kstream.table_joined import TableJoined as TableJoined
     from kspark.kstream.value_transformer import ValueTransformerWithKey as ValueTransformerWithKey
     from kspark.kstream.windowed import Window as Window
     from kspark.kstream.windowed import Windowed as Windowed

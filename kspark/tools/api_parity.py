@@ -37,16 +37,18 @@ CLASSES: dict[str, str | None] = {
     "kstream.KGroupedTable": "kspark.kstream.kgrouped_table:KGroupedTable",
     "kstream.TimeWindowedKStream": "kspark.kstream.time_windowed_kstream:TimeWindowedKStream",
     "kstream.SessionWindowedKStream": "kspark.kstream.session_windowed_kstream:SessionWindowedKStream",
-    "kstream.CogroupedKStream": None,
-    "kstream.TimeWindowedCogroupedKStream": None,
-    "kstream.SessionWindowedCogroupedKStream": None,
+    "kstream.CogroupedKStream": "kspark.kstream.cogrouped_kstream:CogroupedKStream",
+    "kstream.TimeWindowedCogroupedKStream": "kspark.kstream.cogrouped_kstream:TimeWindowedCogroupedKStream",
+    "kstream.SessionWindowedCogroupedKStream": (
+        "kspark.kstream.cogrouped_kstream:SessionWindowedCogroupedKStream"
+    ),
     "kstream.Consumed": "kspark.kstream.config_objects:Consumed",
     "kstream.Produced": "kspark.kstream.config_objects:Produced",
     "kstream.Grouped": "kspark.kstream.config_objects:Grouped",
     "kstream.Materialized": "kspark.kstream.config_objects:Materialized",
     "kstream.Joined": "kspark.kstream.config_objects:Joined",
     "kstream.StreamJoined": "kspark.kstream.config_objects:StreamJoined",
-    "kstream.TableJoined": None,
+    "kstream.TableJoined": "kspark.kstream.table_joined:TableJoined",
     "kstream.Repartitioned": "kspark.kstream.config_objects:Repartitioned",
     "kstream.Branched": "kspark.kstream.config_objects:Branched",
     "kstream.Named": "kspark.kstream.config_objects:Named",
@@ -75,7 +77,7 @@ CLASSES: dict[str, str | None] = {
     "state.WindowStore": "kspark.state.api:WindowStore",
     "state.ReadOnlySessionStore": "kspark.state.api:ReadOnlySessionStore",
     "state.SessionStore": "kspark.state.api:SessionStore",
-    "state.VersionedKeyValueStore": None,
+    "state.VersionedKeyValueStore": "kspark.state.versioned:VersionedKeyValueStore",
 }
 
 YES, NO, NA = "yes", "no", "n/a"
@@ -148,19 +150,20 @@ ROWS: list[Row] = [
     *_rows(
         "kstream.KTable",
         "join leftJoin",
-        note="table-table joins; the foreign-key overloads (KIP-213) are not built yet",
+        note="table-table joins, on the key or on a foreign key (KIP-213)",
     ),
     *_rows("kstream.KTable", "queryableStoreName", spark=NA),
     *_rows("kstream.GlobalKTable", "queryableStoreName", spark=NA),
     # -- grouped and windowed
-    *_rows("kstream.KGroupedStream", "count reduce aggregate windowedBy"),
-    *_missing("kstream.KGroupedStream", "cogroup", "KIP-150 cogroup: not built yet"),
+    *_rows("kstream.KGroupedStream", "count reduce aggregate windowedBy cogroup"),
     *_rows("kstream.KGroupedTable", "count reduce aggregate"),
     *_rows("kstream.TimeWindowedKStream", "count reduce aggregate emitStrategy"),
     *_rows("kstream.SessionWindowedKStream", "count reduce aggregate emitStrategy"),
-    *_missing("kstream.CogroupedKStream", "cogroup aggregate windowedBy", "KIP-150 cogroup: not built yet"),
-    *_missing("kstream.TimeWindowedCogroupedKStream", "aggregate", "KIP-150 cogroup: not built yet"),
-    *_missing("kstream.SessionWindowedCogroupedKStream", "aggregate", "KIP-150 cogroup: not built yet"),
+    *_rows(
+        "kstream.CogroupedKStream", "cogroup aggregate windowedBy", note="KIP-150; one store for all streams"
+    ),
+    *_rows("kstream.TimeWindowedCogroupedKStream", "aggregate", note="TimeWindows and SlidingWindows"),
+    *_rows("kstream.SessionWindowedCogroupedKStream", "aggregate"),
     # -- configuration objects
     *_rows("kstream.Consumed", "with as withKeySerde withValueSerde withTimestampExtractor withName"),
     Row(
@@ -190,11 +193,8 @@ ROWS: list[Row] = [
     _factory("kstream.Joined", "keySerde"),
     _factory("kstream.Joined", "valueSerde"),
     _factory("kstream.Joined", "otherValueSerde"),
-    *_missing(
-        "kstream.Joined",
-        "withGracePeriod gracePeriod",
-        "a grace period needs a versioned table (KIP-914): not built yet",
-    ),
+    *_rows("kstream.Joined", "withGracePeriod", note="stream-table joins of versioned tables (KIP-914)"),
+    _factory("kstream.Joined", "gracePeriod"),
     *_rows("kstream.StreamJoined", "with as withName withStoreName withKeySerde withValueSerde"),
     *_rows("kstream.StreamJoined", "withOtherValueSerde withThisStoreSupplier withOtherStoreSupplier"),
     *_rows("kstream.StreamJoined", "withLoggingEnabled withLoggingDisabled"),
@@ -203,11 +203,7 @@ ROWS: list[Row] = [
         "withDslStoreSuppliers",
         "every store is kept in worker memory today (persistent stores on disk are not built yet)",
     ),
-    *_missing(
-        "kstream.TableJoined",
-        "with as withPartitioner withOtherPartitioner withName",
-        "configures foreign-key joins (KIP-213): not built yet",
-    ),
+    *_rows("kstream.TableJoined", "with as withPartitioner withOtherPartitioner withName"),
     *_rows("kstream.Repartitioned", "as with withName withNumberOfPartitions withKeySerde withValueSerde"),
     *_rows("kstream.Repartitioned", "numberOfPartitions streamPartitioner withStreamPartitioner"),
     *_rows("kstream.Branched", "as withFunction withConsumer withName"),
@@ -278,10 +274,10 @@ ROWS: list[Row] = [
     *_rows("state.Stores", "timestampedKeyValueStoreBuilder"),
     *_rows("state.Stores", "windowStoreBuilder timestampedWindowStoreBuilder"),
     *_rows("state.Stores", "sessionStoreBuilder"),
-    *_missing(
+    *_rows(
         "state.Stores",
         "persistentVersionedKeyValueStore versionedKeyValueStoreBuilder",
-        "versioned stores (KIP-889): not built yet",
+        note="versioned stores (KIP-889); kept in worker memory like every kspark store",
     ),
     *_rows("state.ReadOnlyKeyValueStore", "get range reverseRange"),
     *_rows("state.ReadOnlyKeyValueStore", "all reverseAll prefixScan approximateNumEntries"),
@@ -291,7 +287,15 @@ ROWS: list[Row] = [
     *_rows("state.ReadOnlySessionStore", "findSessions backwardFindSessions"),
     *_rows("state.ReadOnlySessionStore", "fetchSession fetch backwardFetch"),
     *_rows("state.SessionStore", "findSessions backwardFindSessions fetchSession remove put"),
-    *_missing("state.VersionedKeyValueStore", "put delete get", "versioned stores (KIP-889): not built yet"),
+    *_rows("state.VersionedKeyValueStore", "put delete", note="KIP-889"),
+    Row(
+        "state.VersionedKeyValueStore",
+        "get",
+        "get",
+        YES,
+        YES,
+        "`get(key)` and `get(key, as_of_timestamp)`; not queryable interactively on Spark yet",
+    ),
     # -- running: KafkaStreams is the Spark runner; the TopologyTestDriver stands in for it in tests
     *_rows("KafkaStreams", "state setStateListener setUncaughtExceptionHandler", driver=NA),
     *_rows("KafkaStreams", "metrics start close", driver=NA),

@@ -9,12 +9,15 @@ from __future__ import annotations
 from ..model import Scenario
 from . import (
     conformance,
+    ported_cogroup,
+    ported_fk_joins,
     ported_joins,
     ported_sessions,
     ported_sliding,
     ported_suppress,
     ported_tables,
     ported_transform_values,
+    ported_versioned,
     ported_windows,
     reference,
 )
@@ -31,6 +34,9 @@ MODULES = (
     ported_joins,
     ported_tables,
     ported_transform_values,
+    ported_cogroup,
+    ported_fk_joins,
+    ported_versioned,
 )
 
 CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]

@@ -18,6 +18,9 @@ final class PortedScenarios {
         PortedSuppress.register(m);
         PortedJoins.register(m);
         PortedTables.register(m);
+        PortedForeignKeyJoins.register(m);
+        PortedCogroup.register(m);
         PortedTransformValues.register(m);
+        PortedVersioned.register(m);
     }
 }
