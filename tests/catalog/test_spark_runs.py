@@ -42,6 +42,15 @@ CACHE_OFF = next(c for c in CONFIGS if not c.cache and c.native and c.direct)
 
 # ----------------------------------------------------------------------------- restarts
 
+NEWER = (
+    # Kafka Streams 4.x operations: restarted, and on a cluster too
+    "ptv_counting_store",  # a transform_values store
+    "pcg_repartition_store",  # a cogroup store behind repartition topics
+    "pcg_session",  # a session-windowed cogroup
+    "pfk_churn_cached_left",  # a foreign-key join's subscription store, round trips between tasks
+    "pv_papi_store",  # every version of a versioned store, read as of older timestamps
+    "pv_st_join_grace",  # a versioned table and the grace buffer of a stream-table join
+)
 RESTARTED = (
     "count",  # with the cache on: a native count
     "group_by_repartition",
@@ -50,6 +59,7 @@ RESTARTED = (
     "suppress_final_counts",
     "stream_stream_joins",
     "session_window_count",
+    *NEWER,
 )
 RESTART_CASES = [
     Case(BY_NAME[n], c, max(BY_NAME[n].partitions)) for c in (DEFAULT, CACHE_OFF) for n in RESTARTED
@@ -79,7 +89,15 @@ def test_a_restart_mid_stream_continues_exactly(case: Case, restarted: dict[str,
 
 # ----------------------------------------------------------------------------- micro-batch cuts
 
-CUT = ("tumbling_window_count", "suppress_final_counts", "stream_table_joins", "stateless_chain")
+CUT = (
+    "tumbling_window_count",
+    "suppress_final_counts",
+    "stream_table_joins",
+    "stateless_chain",
+    "ptv_counting_store",
+    "pcg_two_shared",
+    "pv_papi_store",
+)
 
 
 @settings(
@@ -107,7 +125,9 @@ def test_results_do_not_depend_on_micro_batch_cuts(batch: int, catalog_runner: C
 # memory or on one process), not each scenario's semantics again, and a local cluster costs CI
 # about 2 s per case.
 CLUSTER_CASES = [
-    c for c in all_cases(conformance.SCENARIOS, [DEFAULT]) if c.partitions == max(c.scenario.partitions)
+    c
+    for c in all_cases([*conformance.SCENARIOS, *(BY_NAME[n] for n in NEWER)], [DEFAULT])
+    if c.partitions == max(c.scenario.partitions)
 ]
 CLUSTER_RESTARTED = [
     c

@@ -91,10 +91,12 @@ class CommittedBatch:
 
 def store_homes(
     plan: PhysicalPlan, builder: Any, application_id: str
-) -> tuple[dict[str, StoreHome], dict[str, str]]:
-    """The plan's queryable stores, and the stores it has that cannot be queried, with why."""
+) -> tuple[dict[str, StoreHome], dict[str, str], dict[str, StoreHome]]:
+    """The plan's queryable stores; the stores it has that cannot be queried, with why; and every
+    store with a changelog topic (the queryable ones and the others), whose topics must exist."""
     homes: dict[str, StoreHome] = {}
     refused: dict[str, str] = {}
+    logged: dict[str, StoreHome] = {}
     for query in plan.queries:
         for sub in query.subtopologies:
             for store in sub.stores:
@@ -105,18 +107,26 @@ def store_homes(
                         "its changelog is disabled (with_logging_disabled()), and on Spark a store is "
                         "read from a replica its changelog topic feeds"
                     )
-                elif isinstance(builder.store_builder(store), VersionedKeyValueStoreBuilder):
+                    continue
+                if sub.tasks is None:
+                    continue
+                home = StoreHome(
+                    query.name, sub.subtopology, sub.tasks, f"{application_id}-{store}-changelog"
+                )
+                logged[store] = home
+                if isinstance(builder.store_builder(store), VersionedKeyValueStoreBuilder):
                     refused[store] = (
                         "it is a versioned store (KIP-889), and interactive queries of versioned "
                         "stores (VersionedKeyQuery) are not supported on the Spark runner yet"
                     )
-                elif sub.tasks is not None:
-                    homes[store] = StoreHome(
-                        query.name, sub.subtopology, sub.tasks, f"{application_id}-{store}-changelog"
-                    )
+                else:
+                    homes[store] = home
     for store in builder.global_store_names():
         refused[store] = "global stores are not queryable on the Spark runner yet"
-    return homes, refused
+    return homes, refused, logged
+
+
+VERSIONED_CHANGELOG_EXTRA_COMPACTION_LAG_MS = 24 * 60 * 60 * 1000
 
 
 def create_changelog_topics(
@@ -126,9 +136,11 @@ def create_changelog_topics(
     existing: Mapping[str, int],
     additional_retention_ms: int,
 ) -> None:
-    """Create the changelog topics of ``homes`` that do not exist, as Kafka Streams configures
+    """Create the changelog topics of ``homes`` (every logged store, see :func:`store_homes`)
+    that do not exist, as Kafka Streams configures
     them: compacted; window and session stores ``compact,delete`` with their retention plus
-    ``windowstore.changelog.additional.retention.ms``; a store's ``log_config()`` on top. One
+    ``windowstore.changelog.additional.retention.ms``; versioned stores compacted no sooner than
+    their history retention plus a day; a store's ``log_config()`` on top. One
     partition per task: an existing topic with another count is an error, not a guess."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
@@ -149,6 +161,11 @@ def create_changelog_topics(
         if callable(retention):
             total = int(retention()) + additional_retention_ms
             config = {"cleanup.policy": "compact,delete", "retention.ms": str(total)}
+        if isinstance(store, VersionedKeyValueStoreBuilder):
+            # compaction must not drop a version its history retention still serves (Kafka's
+            # VersionedChangelogTopicConfig: the history retention plus a day)
+            lag = store.history_retention() + VERSIONED_CHANGELOG_EXTRA_COMPACTION_LAG_MS
+            config["min.compaction.lag.ms"] = str(lag)
         config.update({str(k): str(v) for k, v in store.log_config().items()})
         wanted.append(
             NewTopic(home.changelog, num_partitions=home.tasks, replication_factor=-1, config=config)

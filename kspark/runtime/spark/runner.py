@@ -68,6 +68,7 @@ from kspark.runtime.spark.tasks import (
     TopologySpec,
 )
 from kspark.runtime.spark.windowed_count import WindowedCountStage
+from kspark.state.internals.versioned import VersionedKeyValueStoreBuilder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -346,10 +347,10 @@ class SparkRunner:
         self.physical = None
         plan = self.plan()
         self._check_checkpoints(plan)
-        homes, refused = store_homes(plan, self.builder, self.config.application_id())
+        homes, refused, logged = store_homes(plan, self.builder, self.config.application_id())
         create_changelog_topics(
             settings,
-            homes,
+            logged,
             self.builder,
             existing,
             int(self.config["windowstore.changelog.additional.retention.ms"]),
@@ -427,6 +428,11 @@ class SparkRunner:
             fused=fused,
             input_partitions={t: self.partitions[t] for t in plan.source_topics},
             sink_partitions=dict(self.sink_partitions),
+            versioned_stores={
+                name: store.history_retention()
+                for name in self.builder.state_store_names()
+                if isinstance(store := self.builder.store_builder(name), VersionedKeyValueStoreBuilder)
+            },
         )
 
     def _committed_start(self, query: QueryPlan, partitions: Mapping[str, int]) -> dict[str, dict[str, int]]:

@@ -48,6 +48,12 @@ from kspark.runtime.spark.batch_input import SpilledInput, held_input
 from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
 from kspark.runtime.spark.shuffle import task_of
 from kspark.runtime.spark.task_commit import TaskCommit, transactional_id
+from kspark.runtime.spark.versioned_changelog import (
+    prune_versions,
+    restored_latest,
+    restored_versions,
+    versioned_entry,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,6 +142,9 @@ class TopologySpec:
     # Partition counts of the topics its sinks write, for their partitioners (a foreign-key join's
     # response goes to the partition its left record came from); a topic not known counts as one.
     sink_partitions: Mapping[str, int] = field(default_factory=dict)
+    # Versioned stores (KIP-889) -> history retention (ms): their changelog keeps every version
+    # the retention still serves, not only the latest record per key (versioned_entry).
+    versioned_stores: Mapping[str, int] = field(default_factory=dict)
 
     def task_commit(self, partition: int) -> TaskCommit:
         """The writes of task ``partition`` for one micro-batch (task_commit.py): its partition of
@@ -551,7 +560,9 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         for name, records in latest.items():
             restore = callbacks.get(name)
             if restore is not None:
-                restore([(k, v, ts) for k, (v, ts) in records.items()])
+                restore(
+                    restored_versions(records) if name in spec.versioned_stores else restored_latest(records)
+                )
         if meta.epoch:
             # Kafka Streams restores partition time from committed offset metadata;
             # here it is part of the task's state.
@@ -619,7 +630,13 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
             commit.abort()
             raise
         fold_changelog(warm.latest, changelog)
-        rows = persist_changelog(self._changelog, meta.changelog_rows, warm.latest, changelog)
+        rows = persist_changelog(
+            self._changelog,
+            meta.changelog_rows,
+            warm.latest,
+            changelog,
+            prune=lambda latest: prune_versions(latest, spec.versioned_stores),
+        )
         timer = self._set_timer(spec, meta.timer, task)
         epoch = meta.epoch + 1
         self._meta.update(
@@ -666,12 +683,16 @@ def _split_changelog(
         emitted.append(rec)
         store = stores.get(rec.topic)
         if store is not None and rec.key is not None:
-            changelog.append((store, rec.key, rec.value, rec.timestamp))
+            if store in spec.versioned_stores:
+                changelog.append(versioned_entry(store, rec.key, rec.value, rec.timestamp))
+            else:
+                changelog.append((store, rec.key, rec.value, rec.timestamp))
     return emitted, changelog
 
 
-_Entry = tuple[str, bytes, "bytes | None", int]
-"""A changelog record: (store name, key, value or None for a tombstone, timestamp)."""
+_Entry = tuple[str, Any, Any, int]
+"""A changelog record: (store name, key, value or None for a tombstone, timestamp); a versioned
+store's key and value are boxed (versioned_changelog.py)."""
 
 COMPACT_AFTER_ROWS = 32
 """A task's changelog state is compacted to the latest record per key when it reaches this many rows."""
@@ -728,13 +749,20 @@ def restored_changelog(changelog: Any, meta: TaskMeta) -> Latest:
     return latest
 
 
-def persist_changelog(changelog: Any, rows: int, latest: Latest, entries: list[Any]) -> int:
+def persist_changelog(
+    changelog: Any,
+    rows: int,
+    latest: Latest,
+    entries: list[Any],
+    prune: Callable[[Latest], None] | None = None,
+) -> int:
     """Write a batch's changelog ``entries`` (already folded into ``latest``) to the ``changelog``
     state, which holds ``rows`` rows; returns how many it holds now.
 
     A batch's entries are one row (more if they pickle to over :data:`ROW_BYTES`),
     one state call each. When the state would reach :data:`COMPACT_AFTER_ROWS`
-    rows it is replaced by ``latest``, the whole of it."""
+    rows it is replaced by ``latest``, the whole of it (after ``prune`` drops what
+    no restore needs)."""
     if not entries:
         return rows
     blobs = pickled_rows(entries)
@@ -742,6 +770,8 @@ def persist_changelog(changelog: Any, rows: int, latest: Latest, entries: list[A
         for blob in blobs:
             changelog.appendValue((blob,))
         return rows + len(blobs)
+    if prune is not None:
+        prune(latest)
     snapshot = pickled_rows(
         [(store, k, v, ts) for store, records in latest.items() for k, (v, ts) in records.items()]
     )
