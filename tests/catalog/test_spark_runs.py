@@ -45,6 +45,7 @@ CACHE_OFF = next(c for c in CONFIGS if not c.cache and c.native and c.direct)
 NEWER = (
     # Kafka Streams 4.x operations: restarted, and on a cluster too
     "ptv_counting_store",  # a transform_values store
+    "ppv_process_values_store",  # a process_values store
     "pcg_repartition_store",  # a cogroup store behind repartition topics
     "pcg_session",  # a session-windowed cogroup
     "pfk_churn_cached_left",  # a foreign-key join's subscription store, round trips between tasks

@@ -1,4 +1,5 @@
-"""``KTable.transform_values``, ported from Kafka Streams' ``KTableTransformValuesTest``.
+"""``KTable.transform_values`` (ported from Kafka Streams' ``KTableTransformValuesTest``) and
+``KStream.process_values`` with a state store.
 
 The Java twins are in ``jvm/reference-harness/.../PortedTransformValues.java``.
 Kafka's test counts in a transformer's field; here the stateful cases keep
@@ -21,7 +22,7 @@ from kspark import (
     ValueTransformerWithKey,
 )
 from kspark.errors import StreamsException
-from kspark.processor.api import ProcessorContext
+from kspark.processor.api import FixedKeyProcessor, ProcessorContext, Record
 from kspark.state import Stores
 
 from ..model import Build, P, Scenario, Topics
@@ -62,6 +63,19 @@ class Length(ValueTransformerWithKey[str, str, int]):
 
     def transform(self, read_only_key: str, value: str | None) -> int | None:
         return None if value is None else len(value)
+
+
+class CountingValues(FixedKeyProcessor[str, str]):
+    """``value#n`` for the n-th record of the key, counted in the store ``ppv-counts``."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store("ppv-counts")
+
+    def process(self, record: Record[str, str]) -> None:
+        count = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, count)
+        self.context.forward(record.with_value(f"{j(record.value)}#{count}"))
 
 
 def _store(name: str) -> Any:
@@ -126,6 +140,14 @@ def join_getter(b: StreamsBuilder, t: Topics) -> None:
     stream.join(table, lambda v1, v2: f"{v1}+{j(v2)}").to(t["out"], Produced.with_(S, S))
 
 
+def process_values_store(b: StreamsBuilder, t: Topics) -> None:
+    """``KStream.process_values`` with a connected store, to ``out``."""
+    b.add_state_store(_store("ppv-counts"))
+    b.stream(t["in"], Consumed.with_(S, S)).process_values(CountingValues, "ppv-counts").to(
+        t["out"], Produced.with_(S, S)
+    )
+
+
 _EXCLAMATION = [
     P("in", k, v, ts) for k, v, ts in [("A", "a", 5), ("B", "b", 10), ("D", None, 15), ("A", "aa", 20)]
 ]
@@ -155,6 +177,16 @@ _JOIN = [
 ]
 
 SCENARIOS: list[Scenario] = [
+    ported(
+        "ppv_process_values_store",
+        process_values_store,
+        {"in": SS},
+        {"out": SS},
+        _COUNTING,
+        "KStream.processValues with a connected store: a FixedKeyProcessor counting each key's "
+        "records in it (null values included).",
+        java="ppv_process_values_store",
+    ),
     ported(
         "ptv_exclamation",
         exclamation(False),

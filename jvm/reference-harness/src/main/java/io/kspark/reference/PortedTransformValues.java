@@ -18,11 +18,14 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
 import org.apache.kafka.streams.processor.ProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 
-/** Java twins of tests/catalog/scenarios/ported_transform_values.py (KTableTransformValuesTest). */
+/** Java twins of tests/catalog/scenarios/ported_transform_values.py (KTableTransformValuesTest, processValues). */
 final class PortedTransformValues {
     private static final Serde<String> S = Serdes.String();
     private static final Serde<Long> L = Serdes.Long();
@@ -36,6 +39,7 @@ final class PortedTransformValues {
         m.put("ptv_old_values", () -> oldValues(false));
         m.put("ptv_old_values_materialized", () -> oldValues(true));
         m.put("ptv_join_getter", PortedTransformValues::joinGetter);
+        m.put("ppv_process_values_store", PortedTransformValues::processValuesStore);
     }
 
     private static StoreBuilder<KeyValueStore<String, Long>> store(String name) {
@@ -153,6 +157,32 @@ final class PortedTransformValues {
         KTable<String, Long> table = b.table("t", Consumed.with(S, S)).transformValues(Length::new);
         KStream<String, String> stream = b.stream("s", Consumed.with(S, S));
         stream.join(table, (v1, v2) -> v1 + "+" + v2).to("out", Produced.with(S, S));
+        return b.build();
+    }
+
+    static final class CountingValues implements FixedKeyProcessor<String, String, String> {
+        private FixedKeyProcessorContext<String, String> context;
+        private KeyValueStore<String, Long> store;
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, String> context) {
+            this.context = context;
+            store = context.getStateStore("ppv-counts");
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, String> record) {
+            Long old = store.get(record.key());
+            long count = (old == null ? 0L : old) + 1;
+            store.put(record.key(), count);
+            context.forward(record.withValue(record.value() + "#" + count));
+        }
+    }
+
+    static Topology processValuesStore() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(store("ppv-counts"));
+        b.stream("in", Consumed.with(S, S)).processValues(CountingValues::new, "ppv-counts").to("out", Produced.with(S, S));
         return b.build();
     }
 }
