@@ -118,6 +118,34 @@ class Topology:
         )
         return self
 
+    def add_read_only_state_store(
+        self,
+        store_builder: Any,
+        source_name: str,
+        timestamp_extractor: Any,
+        key_deserializer: Any,
+        value_deserializer: Any,
+        topic: str,
+        processor_name: str,
+        state_update_supplier: Callable[[], Processor[Any, Any]],
+    ) -> Topology:
+        """A read-only store (KIP-813): ``topic`` (read from the earliest offset by the source
+        ``source_name``) feeds ``state_update_supplier``'s processor, the store's only writer, and
+        is the store's changelog, so the store's own logging is turned off. Other processors may
+        connect to the store (``connect_processor_and_state_stores``) and read it.
+        ``timestamp_extractor`` may be None (the configured default), as may the deserializers."""
+        self._internal_builder.add_read_only_state_store(
+            store_builder,
+            source_name,
+            timestamp_extractor,
+            _deserializer(key_deserializer),
+            _deserializer(value_deserializer),
+            topic,
+            processor_name,
+            state_update_supplier,
+        )
+        return self
+
     def describe(self) -> TopologyDescription:
         """Sub-topologies, global stores and their nodes; ``str()`` prints Kafka's layout."""
         return self._internal_builder.describe()

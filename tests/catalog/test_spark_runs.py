@@ -51,6 +51,7 @@ NEWER = (
     "pfk_churn_cached_left",  # a foreign-key join's subscription store, round trips between tasks
     "pv_papi_store",  # every version of a versioned store, read as of older timestamps
     "pv_st_join_grace",  # a versioned table and the grace buffer of a stream-table join
+    "pst_read_only_store",  # a read-only store (KIP-813): kept in the task's state, no changelog topic
 )
 RESTARTED = (
     "count",  # with the cache on: a native count

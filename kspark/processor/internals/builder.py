@@ -128,6 +128,8 @@ class InternalTopologyBuilder:
         self._internal_topics: dict[str, InternalTopicProperties] = {}
         self._copartition_groups: list[list[str]] = []
         self._store_to_changelog_topic: dict[str, str] = {}
+        # KIP-813 read-only stores: fed by their source topic, which is also their changelog
+        self._read_only_stores: set[str] = set()
         self._grouper = _UnionFind()
         self._application_id: str | None = None
 
@@ -282,6 +284,45 @@ class InternalTopologyBuilder:
         self._global_state_builders[store_name] = store_builder
         self._connect_source_store_and_topic(store_name, topic)
 
+    def add_read_only_state_store(
+        self,
+        store_builder: Any,
+        source_name: str,
+        timestamp_extractor: Any,
+        key_deserializer: Any,
+        value_deserializer: Any,
+        topic: str,
+        processor_name: str,
+        state_update_supplier: Callable[[], Processor[Any, Any]],
+    ) -> None:
+        """Kafka's ``Topology.addReadOnlyStateStore`` (KIP-813), call for call: the store's logging
+        off (its source topic is its changelog), a source reading ``topic`` from the earliest
+        offset, the update processor, the store connected to it, the topic registered as the
+        store's changelog."""
+        store_name = getattr(store_builder, "name", None)
+        disable = getattr(store_builder, "with_logging_disabled", None)
+        if not isinstance(store_name, str) or not store_name or not callable(disable):
+            raise TopologyException(
+                f"add_read_only_state_store needs a StoreBuilder with a name, got {store_builder!r}"
+            )
+        if not isinstance(topic, str) or not topic:
+            raise TopologyException(
+                f"Read-only store {store_name}: topic must be a non-empty string, got {topic!r}"
+            )
+        self.add_source(
+            source_name,
+            [topic],
+            key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer,
+            timestamp_extractor=timestamp_extractor,
+            offset_reset="earliest",
+        )
+        self.add_processor(processor_name, state_update_supplier, source_name)
+        self.add_state_store(store_builder, processor_name)
+        disable()
+        self._connect_source_store_and_topic(store_name, topic)
+        self._read_only_stores.add(store_name)
+
     def add_internal_topic(
         self, name: str, kind: Literal["repartition", "changelog"], partitions: int | None = None
     ) -> None:
@@ -344,6 +385,11 @@ class InternalTopologyBuilder:
         if name in self._state_factories:
             return self._state_factories[name].builder
         return self._global_state_builders.get(name)
+
+    def read_only_store_names(self) -> list[str]:
+        """The KIP-813 read-only stores (``add_read_only_state_store``): their changelog is their
+        source topic, and nothing writes to it for them."""
+        return sorted(self._read_only_stores)
 
     def source_changelog_topics(self) -> dict[str, str]:
         """Stores whose changelog is a source topic (a source KTable reusing its topic)."""

@@ -97,11 +97,18 @@ def store_homes(
     homes: dict[str, StoreHome] = {}
     refused: dict[str, str] = {}
     logged: dict[str, StoreHome] = {}
+    read_only = set(builder.read_only_store_names())
     for query in plan.queries:
         for sub in query.subtopologies:
             for store in sub.stores:
                 # Every stateful stage writes its stores' changelogs (the engine through the
                 # stores' logging layer, native counts and reduces as those layers would).
+                if store in read_only:
+                    refused[store] = (
+                        "it is a read-only store (KIP-813), whose changelog is its source topic; on "
+                        "Spark its updates are kept in its task's state, and no replica is fed for it"
+                    )
+                    continue
                 if not builder.store_builder(store).logging_enabled():
                     refused[store] = (
                         "its changelog is disabled (with_logging_disabled()), and on Spark a store is "

@@ -306,8 +306,12 @@ class SparkRunner:
     def _changelog_topics(self) -> dict[str, str]:
         app = self.config.application_id()
         topics = {f"{app}-{store}-changelog": store for store in self.builder.state_store_names()}
+        read_only = set(self.builder.read_only_store_names())
         for store, topic in self.builder.source_changelog_topics().items():
-            topics[self._topic(topic)] = store
+            # a read-only store's source topic is not written for it: its updates are logged
+            # under its own changelog name, inside the task only (TopologySpec.read_only_stores)
+            if store not in read_only:
+                topics[self._topic(topic)] = store
         return topics
 
     # ------------------------------------------------------------------ topics
@@ -433,6 +437,7 @@ class SparkRunner:
                 for name in self.builder.state_store_names()
                 if isinstance(store := self.builder.store_builder(name), VersionedKeyValueStoreBuilder)
             },
+            read_only_stores=frozenset(self.builder.read_only_store_names()),
         )
 
     def _committed_start(self, query: QueryPlan, partitions: Mapping[str, int]) -> dict[str, dict[str, int]]:

@@ -29,6 +29,7 @@ micro-batches.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import pickle
@@ -42,6 +43,7 @@ from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.processor.internals.fused import FusedChain
+from kspark.processor.internals.nodes import ProcessorTopology
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
 from kspark.runtime.spark.batch_input import SpilledInput, held_input
@@ -54,6 +56,7 @@ from kspark.runtime.spark.versioned_changelog import (
     restored_versions,
     versioned_entry,
 )
+from kspark.state.api import StateStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -145,6 +148,9 @@ class TopologySpec:
     # Versioned stores (KIP-889) -> history retention (ms): their changelog keeps every version
     # the retention still serves, not only the latest record per key (versioned_entry).
     versioned_stores: Mapping[str, int] = field(default_factory=dict)
+    # KIP-813 read-only stores: no changelog topic of their own (their source topic is), so their
+    # updates are kept in the task's changelog state only, never sent to Kafka (build_task).
+    read_only_stores: frozenset[str] = frozenset()
 
     def task_commit(self, partition: int) -> TaskCommit:
         """The writes of task ``partition`` for one micro-batch (task_commit.py): its partition of
@@ -164,18 +170,38 @@ class TopologySpec:
     def build_task(self, partition: int, processor_metadata: Mapping[str, int] | None = None) -> StreamTask:
         builder = self.topology.internal_builder
         nodes = builder.node_groups()[self.subtopology]
+        topology = builder.build_topology(nodes)
         task = StreamTask(
             f"{self.subtopology}_{partition}",
-            builder.build_topology(nodes),
+            topology,
             StreamsConfig(dict(self.config)),
             partition=partition,
             partitions_for=lambda topic: self.sink_partitions.get(topic, 1),
             wall_clock_ms=int(time.time() * 1000),
             processor_metadata=processor_metadata,
             global_stores=replica.stores if (replica := self.global_replica()) is not None else None,
+            stores=self._task_stores(topology),
         )
         task.initialize()
         return task
+
+    def _task_stores(self, topology: ProcessorTopology) -> dict[str, StateStore] | None:
+        """The task's stores, a read-only store's built with logging on under the changelog name
+        its sub-topology would give it. Kafka restores a read-only store from its source topic;
+        here its writes are logged into the task's changelog state (_split_changelog keeps them
+        out of Kafka), so a task rebuilt elsewhere restores what its update processor wrote, as
+        part of the same committed micro-batch as the source offsets: no second read of the
+        source topic, which might meanwhile hold records past the committed offsets."""
+        read_only = self.read_only_stores & set(topology.state_store_builders)
+        if not read_only:
+            return None
+        stores: dict[str, StateStore] = {}
+        for name, store_builder in topology.state_store_builders.items():
+            if name in read_only:
+                store_builder = copy.copy(store_builder).with_logging_enabled({})
+                topology.store_to_changelog_topic[name] = read_only_changelog(self.config, name)
+            stores[name] = store_builder.build()
+        return stores
 
 
 Latest = dict[Any, dict[Any, tuple[Any, int]]]
@@ -680,14 +706,22 @@ def _split_changelog(
     changelog: list[_Entry] = []
     stores = spec.changelog_topics
     for rec in outputs:
-        emitted.append(rec)
         store = stores.get(rec.topic)
+        if store is None or store not in spec.read_only_stores:
+            emitted.append(rec)
         if store is not None and rec.key is not None:
             if store in spec.versioned_stores:
                 changelog.append(versioned_entry(store, rec.key, rec.value, rec.timestamp))
             else:
                 changelog.append((store, rec.key, rec.value, rec.timestamp))
     return emitted, changelog
+
+
+def read_only_changelog(config: Mapping[str, Any], store: str) -> str:
+    """The name a read-only store's changelog records carry inside a task: the name a logged
+    store's changelog topic would have (TopologySpec.changelog_topics maps it to the store), a
+    topic that is never created nor written."""
+    return f"{config['application.id']}-{store}-changelog"
 
 
 _Entry = tuple[str, Any, Any, int]

@@ -14,6 +14,7 @@ from . import (
     ported_joins,
     ported_sessions,
     ported_sliding,
+    ported_stores,
     ported_suppress,
     ported_tables,
     ported_transform_values,
@@ -37,6 +38,7 @@ MODULES = (
     ported_cogroup,
     ported_fk_joins,
     ported_versioned,
+    ported_stores,
 )
 
 CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]

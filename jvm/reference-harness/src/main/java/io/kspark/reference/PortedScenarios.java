@@ -22,5 +22,6 @@ final class PortedScenarios {
         PortedCogroup.register(m);
         PortedTransformValues.register(m);
         PortedVersioned.register(m);
+        PortedStores.register(m);
     }
 }
