@@ -147,7 +147,14 @@ class InternalStreamsBuilder:
         from kspark.kstream.global_ktable import GlobalKTable
         from kspark.kstream.internals.ktable_processors import KTableSource
         from kspark.kstream.internals.value_getters import KTableMaterializedValueGetterSupplier
+        from kspark.state.internals.versioned import VersionedBytesStoreSupplier
 
+        if isinstance(materialized.store_supplier, VersionedBytesStoreSupplier):
+            # Kafka's check: a global table is read whole by every task, never as of a time
+            raise TopologyException(
+                f"GlobalTables cannot be versioned. (global table of topic {topic!r}: its "
+                f"Materialized uses the versioned store supplier {materialized.store_supplier.name!r})"
+            )
         materialized.logging = False  # global stores restore from their source topic
         source_name = self.suffix_or_else_generate(consumed.name, TABLE_SOURCE_SUFFIX, KSTREAM_SOURCE_NAME)
         processor_name = self.or_else_generate(consumed.name, KTABLE_SOURCE_NAME)

@@ -11,7 +11,9 @@ inherits: versioned when all its parents are. Then:
 * a ``KTable.filter`` reading a versioned table forwards every update, the
   tombstone of a filtered-out key included, even when nothing was there;
 * a table-table join side and ``KTable.group_by`` (``KTableRepartitionMap``)
-  reading a versioned table skip its out-of-order updates (``is_latest`` False);
+  reading a versioned table skip its out-of-order updates (``is_latest`` False),
+  and so do a foreign-key join's subscription-send processor (left table) and
+  foreign-table-join processor (right table), counting them as dropped;
 * ``suppress`` of a versioned table is refused (``TopologyException``).
 
 The node kinds are recognised by their processor suppliers, so the DSL
@@ -23,6 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 from kspark.errors import TopologyException
+from kspark.kstream.internals.foreign_key_join.processors import (
+    ForeignTableJoinProcessorSupplier,
+    SubscriptionSendProcessorSupplier,
+)
 from kspark.kstream.internals.graph import (
     GraphNode,
     KTableKTableJoinNode,
@@ -35,6 +41,15 @@ from kspark.kstream.internals.ktable_processors import KTableFilter, KTableRepar
 from kspark.kstream.internals.materialize import KeyValueStoreMaterializer
 
 __all__ = ["enable_versioned_semantics", "output_versioned", "is_versioned_upstream"]
+
+
+# processors with Kafka's setUseVersionedSemantics, switched on by a versioned input table
+_SKIPPING_OUT_OF_ORDER = (
+    KTableFilter,
+    KTableRepartitionMap,
+    SubscriptionSendProcessorSupplier,
+    ForeignTableJoinProcessorSupplier,
+)
 
 
 def _all_nodes(root: GraphNode) -> list[GraphNode]:
@@ -95,7 +110,7 @@ def enable_versioned_semantics(root: GraphNode) -> None:
     ``suppress`` of a versioned table."""
     for node in _all_nodes(root):
         supplier = _supplier(node)
-        if isinstance(supplier, KTableFilter | KTableRepartitionMap):
+        if isinstance(supplier, _SKIPPING_OUT_OF_ORDER):
             if any(_versioned_or_versioned_upstream(p) for p in node.parents):
                 supplier.use_versioned_semantics = True
         elif isinstance(node, KTableKTableJoinNode):

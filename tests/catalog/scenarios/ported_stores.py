@@ -1,18 +1,21 @@
-"""Kafka Streams 4.1 store features, ported from Kafka Streams' tests: read-only stores (KIP-813).
+"""Kafka Streams 4.1 store features, ported from Kafka Streams' tests: read-only stores (KIP-813),
+foreign-key joins of versioned tables (KIP-914).
 
-Sources: ``ReadOnlyStoreTest`` (a read-only store fed by its topic, read by another processor).
-The Java twins are in ``jvm/reference-harness/.../PortedStores.java``.
+Sources: ``ReadOnlyStoreTest`` (a read-only store fed by its topic, read by another processor);
+``KTableKTableForeignKeyVersionedJoinIntegrationTest`` (Kafka's FK join tests over versioned
+tables, whose out-of-order updates the join skips). The Java twins are in
+``jvm/reference-harness/.../PortedStores.java``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kspark import Topology
+from kspark import Consumed, Materialized, Produced, StreamsBuilder, Topology
 from kspark.processor import Processor, ProcessorContext, Record
 from kspark.state import Stores
 
-from ..model import P, Scenario, Topics
+from ..model import Build, P, Scenario, Topics
 from .ported_support import SS, S, j
 
 __all__ = ["SCENARIOS"]
@@ -56,7 +59,11 @@ def read_only_store(topo: Topology, t: Topics) -> None:
     topo.add_processor("pst-ro-reader", StoreReader, "pst-ro-input")
     topo.connect_processor_and_state_stores("pst-ro-reader", "pst-ro-store")
     topo.add_sink(
-        "pst-ro-sink", t["out"], "pst-ro-reader", key_serializer=S.serializer(), value_serializer=S.serializer()
+        "pst-ro-sink",
+        t["out"],
+        "pst-ro-reader",
+        key_serializer=S.serializer(),
+        value_serializer=S.serializer(),
     )
 
 
@@ -79,6 +86,62 @@ _READ_ONLY_STEPS = [
     P("in", "C", "c2", 1013),
 ]
 
+VERSIONED_RETENTION = 100
+
+
+def _fk_joiner(v1: Any, v2: Any) -> str:
+    return "(" + j(v1) + "," + j(v2) + ")"
+
+
+def fk_versioned(left_join: bool, left_versioned: bool, right_versioned: bool, prefix: str) -> Build:
+    """``left.[left]join(right, value -> fk, joiner, Materialized.with(null, S))`` over tables
+    materialized in versioned stores (``<prefix>-left`` / ``<prefix>-right``) or plain ones."""
+
+    def table_store(name: str, versioned: bool) -> Materialized:
+        if versioned:
+            return Materialized.as_(Stores.persistent_versioned_key_value_store(name, VERSIONED_RETENTION))
+        return Materialized.as_(name)
+
+    def build(b: StreamsBuilder, t: Topics) -> None:
+        lt = b.table(t["l"], Consumed.with_(S, S), table_store(prefix + "-left", left_versioned))
+        rt = b.table(t["r"], Consumed.with_(S, S), table_store(prefix + "-right", right_versioned))
+        m = Materialized.with_(None, S).with_caching_disabled()
+        op = lt.left_join if left_join else lt.join
+        op(rt, lambda v: v.split("|")[1], _fk_joiner, m).to_stream().to(t["out"], Produced.with_(S, S))
+
+    return build
+
+
+def _fk(topic: str, key: str, value: str | None, dt: int) -> Any:
+    return P(topic, key, value, 1000 + dt)
+
+
+# in-order updates, out-of-order ones within the history retention on both sides (skipped by a
+# join of a versioned table, joined by one of a plain table), one older than the retention
+# (refused by a versioned store: not forwarded at all), a tombstone and an update older than it
+_FK_VERSIONED_STEPS = [
+    _fk("r", "rhs1", "rhsValue1", 0),
+    _fk("r", "rhs2", "rhsValue2", 1),
+    _fk("l", "lhs1", "lhsValue1|rhs1", 10),
+    _fk("r", "rhs1", "rhsValue1old", -5),
+    _fk("l", "lhs1", "lhsValue1old|rhs2", 5),
+    _fk("l", "lhs2", "lhsValue2|rhs2", 12),
+    _fk("r", "rhs2", "rhsValue2new", 13),
+    _fk("l", "lhs2", "lhsValue2ancient|rhs1", -200),
+    _fk("l", "lhs1", None, 20),
+    _fk("l", "lhs1", "lhsValue1late|rhs2", 15),
+    _fk("r", "rhs1", None, 21),
+    _fk("r", "rhs1", "rhsValue1older", 16),
+    _fk("l", "lhs3", "lhsValue3|rhs1", 22),
+    _fk("r", "rhs1", "rhsValue1again", 23),
+]
+
+_FK_VERSIONED_DOC = (
+    "KTableKTableForeignKeyVersionedJoinIntegrationTest: a foreign-key {kind} of {which}; the "
+    "subscription-send (left) and foreign-table-join (right) processors skip a versioned table's "
+    "out-of-order updates and count them as dropped (KIP-914), a plain table's are joined."
+)
+
 SCENARIOS = [
     Scenario(
         "pst_read_only_store",
@@ -91,5 +154,32 @@ SCENARIOS = [
         doc="ReadOnlyStoreTest.shouldConnectProcessorAndWriteDataToReadOnlyStore: a read-only store "
         "(Topology.addReadOnlyStateStore) fed by its topic and read by another processor connected to "
         "it; updates, an overwrite, a tombstone, keys looked up before their first update.",
+    ),
+    Scenario(
+        "pst_fk_versioned",
+        fk_versioned(False, True, True, "pst-fk"),
+        {"l": SS, "r": SS},
+        {"out": SS},
+        _FK_VERSIONED_STEPS,
+        java="pst_fk_versioned",
+        doc=_FK_VERSIONED_DOC.format(kind="join", which="two versioned tables"),
+    ),
+    Scenario(
+        "pst_fk_versioned_left",
+        fk_versioned(True, True, False, "pst-fkl"),
+        {"l": SS, "r": SS},
+        {"out": SS},
+        _FK_VERSIONED_STEPS,
+        java="pst_fk_versioned_left",
+        doc=_FK_VERSIONED_DOC.format(kind="left join", which="a versioned left table and a plain right one"),
+    ),
+    Scenario(
+        "pst_fk_versioned_right",
+        fk_versioned(True, False, True, "pst-fkr"),
+        {"l": SS, "r": SS},
+        {"out": SS},
+        _FK_VERSIONED_STEPS,
+        java="pst_fk_versioned_right",
+        doc=_FK_VERSIONED_DOC.format(kind="left join", which="a plain left table and a versioned right one"),
     ),
 ]

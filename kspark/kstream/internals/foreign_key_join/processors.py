@@ -72,6 +72,16 @@ def _serializer(serde: Any, context: ProcessorContext, is_key: bool) -> Any:
 # -- left side: send subscriptions ------------------------------------------------------------------
 
 
+_OUT_OF_ORDER = "Skipping out-of-order record from versioned table while performing table-table join."
+
+
+def _skip_out_of_order(context: ProcessorContext) -> None:
+    """KIP-914: an update older than its versioned table's latest changes no join result; Kafka
+    drops it, counted as a dropped record."""
+    _log.info(_OUT_OF_ORDER)
+    record_dropped(context, _OUT_OF_ORDER)
+
+
 class _SubscriptionSend(ContextualProcessor):
     def __init__(self, supplier: SubscriptionSendProcessorSupplier) -> None:
         self._s = supplier
@@ -87,6 +97,9 @@ class _SubscriptionSend(ContextualProcessor):
     def process(self, record: Record[Any, Any]) -> None:
         self._hash = None
         change: Change[Any] = record.value
+        if self._s.use_versioned_semantics and not change.is_latest:
+            _skip_out_of_order(self._context)
+            return
         if self._s.left_join:
             self._left_join_instructions(record, change)
         else:
@@ -171,6 +184,8 @@ class SubscriptionSendProcessorSupplier:
         self.foreign_key_serde = foreign_key_serde
         self.value_serde = value_serde
         self.left_join = left_join
+        # KIP-914: set at build time when the left table is versioned (versioned_semantics.py)
+        self.use_versioned_semantics = False
 
     def __call__(self) -> Processor[Any, Any]:
         return _SubscriptionSend(self)
@@ -287,6 +302,9 @@ class _ForeignTableJoin(ContextualProcessor):
         if record.key is None:
             record_dropped(self._context, "Skipping record due to null key.")
             return
+        if self._s.use_versioned_semantics and not record.value.is_latest:
+            _skip_out_of_order(self._context)
+            return
         prefix = self._s.key_schema.prefix_bytes(record.key)
         new_value = record.value.new_value
         with self._store.prefix_scan(prefix, _BYTES) as entries:
@@ -308,6 +326,8 @@ class ForeignTableJoinProcessorSupplier:
         self.store_name = store_name
         self.key_schema = key_schema
         self.subscription_serde = subscription_serde
+        # KIP-914: set at build time when the right table is versioned (versioned_semantics.py)
+        self.use_versioned_semantics = False
 
     def __call__(self) -> Processor[Any, Any]:
         return _ForeignTableJoin(self)

@@ -1,10 +1,19 @@
 package io.kspark.reference;
 
+import java.time.Duration;
 import java.util.Map;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -14,11 +23,16 @@ import org.apache.kafka.streams.state.Stores;
 /** Java twins of tests/catalog/scenarios/ported_stores.py (Kafka Streams 4.1 store features). */
 final class PortedStores {
     private static final Serde<String> S = Serdes.String();
+    private static final Duration VERSIONED_RETENTION = Duration.ofMillis(100);
+    private static final ValueJoiner<String, String, String> FK_JOINER = (v1, v2) -> "(" + v1 + "," + v2 + ")";
 
     private PortedStores() {}
 
     static void register(Map<String, Supplier<Topology>> m) {
         m.put("pst_read_only_store", PortedStores::readOnlyStore);
+        m.put("pst_fk_versioned", () -> fkVersioned(false, true, true, "pst-fk"));
+        m.put("pst_fk_versioned_left", () -> fkVersioned(true, true, false, "pst-fkl"));
+        m.put("pst_fk_versioned_right", () -> fkVersioned(true, false, true, "pst-fkr"));
     }
 
     static final class StoreUpdater implements Processor<String, String, Void, Void> {
@@ -67,5 +81,24 @@ final class PortedStores {
         topo.connectProcessorAndStateStores("pst-ro-reader", "pst-ro-store");
         topo.addSink("pst-ro-sink", "out", S.serializer(), S.serializer(), "pst-ro-reader");
         return topo;
+    }
+
+    private static Materialized<String, String, KeyValueStore<Bytes, byte[]>> tableStore(String name, boolean versioned) {
+        if (versioned) {
+            return Materialized.as(Stores.persistentVersionedKeyValueStore(name, VERSIONED_RETENTION));
+        }
+        return Materialized.as(name);
+    }
+
+    static Topology fkVersioned(boolean leftJoin, boolean leftVersioned, boolean rightVersioned, String prefix) {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> lt = b.table("l", Consumed.with(S, S), tableStore(prefix + "-left", leftVersioned));
+        KTable<String, String> rt = b.table("r", Consumed.with(S, S), tableStore(prefix + "-right", rightVersioned));
+        Materialized<String, String, KeyValueStore<Bytes, byte[]>> m =
+            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(null, S).withCachingDisabled();
+        Function<String, String> fk = v -> v.split("\\|")[1];
+        KTable<String, String> joined = leftJoin ? lt.leftJoin(rt, fk, FK_JOINER, m) : lt.join(rt, fk, FK_JOINER, m);
+        joined.toStream().to("out", Produced.with(S, S));
+        return b.build();
     }
 }
