@@ -20,6 +20,7 @@ from datetime import timedelta
 from kspark.state.internals.builders import (
     KeyValueBytesStoreSupplier,
     KeyValueStoreBuilder,
+    LruMapBytesStoreSupplier,
     SerdeSpec,
     SessionBytesStoreSupplier,
     SessionStoreBuilder,
@@ -41,6 +42,13 @@ class Stores:
     @staticmethod
     def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         return KeyValueBytesStoreSupplier(name, persistent=False)
+
+    @staticmethod
+    def lru_map(name: str, max_cache_size: int) -> KeyValueBytesStoreSupplier:
+        """An in-memory key-value store of at most ``max_cache_size`` entries that evicts the least
+        recently used one (reads and writes count as uses); with logging on, an eviction writes a
+        tombstone to the changelog, as Kafka's ``Stores.lruMap``."""
+        return LruMapBytesStoreSupplier(name, max_cache_size)
 
     @staticmethod
     def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:

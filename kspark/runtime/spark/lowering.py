@@ -93,6 +93,7 @@ from kspark.serde.primitives import (
     LongDeserializer,
     StringDeserializer,
 )
+from kspark.state.internals.builders import LruMapBytesStoreSupplier
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -325,6 +326,8 @@ def lower(
     if len(stores) != 1:
         return f"{aggregate} uses {len(stores)} stores"
     store_builder = builder.store_builder(stores[0])
+    if isinstance(getattr(store_builder, "supplier", None), LruMapBytesStoreSupplier):
+        return f"store {stores[0]} is an LRU map (Stores.lru_map): it evicts, a native count keeps all keys"
     if not store_builder.caching_enabled():
         return f"store {stores[0]} has caching disabled (Materialized.with_caching_disabled)"
     if builder.store_users(stores[0]) != [aggregate]:

@@ -27,6 +27,7 @@ from kspark.state.internals.change_logging import (
 from kspark.state.internals.in_memory_key_value_store import InMemoryKeyValueStore
 from kspark.state.internals.in_memory_session_store import InMemorySessionStore
 from kspark.state.internals.in_memory_window_store import InMemoryWindowStore
+from kspark.state.internals.memory_lru_cache import MemoryLRUCache
 from kspark.state.internals.metered import (
     MeteredKeyValueStore,
     MeteredSessionStore,
@@ -45,6 +46,7 @@ from kspark.state.internals.time_ordered_stores import TimeOrderedSessionStore, 
 __all__ = [
     "SerdeSpec",
     "KeyValueBytesStoreSupplier",
+    "LruMapBytesStoreSupplier",
     "WindowBytesStoreSupplier",
     "SessionBytesStoreSupplier",
     "KeyValueStoreBuilder",
@@ -96,6 +98,27 @@ class KeyValueBytesStoreSupplier:
 
     def __repr__(self) -> str:
         return f"KeyValueBytesStoreSupplier({self.name!r}, persistent={self.persistent})"
+
+
+class LruMapBytesStoreSupplier(KeyValueBytesStoreSupplier):
+    """Makes LRU-bounded in-memory key-value stores (Kafka's ``Stores.lruMap`` supplier)."""
+
+    def __init__(self, name: str, max_cache_size: int) -> None:
+        super().__init__(name, persistent=False)
+        if isinstance(max_cache_size, bool) or not isinstance(max_cache_size, int):
+            raise ValueError(f"maxCacheSize must be an int, got {max_cache_size!r}")
+        if max_cache_size < 0:
+            raise ValueError("maxCacheSize cannot be negative")
+        self.max_cache_size = max_cache_size
+
+    def get(self) -> MemoryLRUCache:  # type: ignore[override]
+        return MemoryLRUCache(self.name, self.max_cache_size)
+
+    def metrics_scope(self) -> str:
+        return "in-memory-lru"
+
+    def __repr__(self) -> str:
+        return f"LruMapBytesStoreSupplier({self.name!r}, max_cache_size={self.max_cache_size})"
 
 
 class WindowBytesStoreSupplier:

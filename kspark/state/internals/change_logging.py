@@ -107,6 +107,15 @@ class ChangeLoggingKeyValueBytesStore(WrappedStateStore):
         super().__init__(wrapped)
         self.timestamped = timestamped
 
+    def init(self, context: ProcessorContext, root: StateStore) -> None:
+        super().init(context, root)
+        # An LRU store's eviction is a delete the changelog must see (Kafka's
+        # maybeSetEvictionListener). Kafka's timestamped builder wraps a plain store in a marker
+        # or adapter first, so only a plain key-value store's layer sees the LRU store itself.
+        set_listener = getattr(self.wrapped, "set_when_eldest_removed", None)
+        if not self.timestamped and callable(set_listener):
+            set_listener(lambda key, value: self._log(key, None, self._timestamp()))
+
     def _log_value(self, key: bytes, value: bytes | None) -> None:
         if self.timestamped and value is not None:
             timestamp, raw = split_timestamped(value)

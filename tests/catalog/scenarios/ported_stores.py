@@ -1,7 +1,8 @@
 """Kafka Streams 4.1 store features, ported from Kafka Streams' tests: read-only stores (KIP-813),
-foreign-key joins of versioned tables (KIP-914).
+foreign-key joins of versioned tables (KIP-914), LRU map stores.
 
 Sources: ``ReadOnlyStoreTest`` (a read-only store fed by its topic, read by another processor);
+``InMemoryLRUCacheStoreTest`` (``Stores.lruMap``: the least recently used entry evicted);
 ``KTableKTableForeignKeyVersionedJoinIntegrationTest`` (Kafka's FK join tests over versioned
 tables, whose out-of-order updates the join skips). The Java twins are in
 ``jvm/reference-harness/.../PortedStores.java``.
@@ -16,7 +17,7 @@ from kspark.processor import Processor, ProcessorContext, Record
 from kspark.state import Stores
 
 from ..model import Build, P, Scenario, Topics
-from .ported_support import SS, S, j
+from .ported_support import SL, SS, L, S, j
 
 __all__ = ["SCENARIOS"]
 
@@ -86,6 +87,50 @@ _READ_ONLY_STEPS = [
     P("in", "C", "c2", 1013),
 ]
 
+
+class LruCounter(Processor[str, str]):
+    """Counts per key in an LRU map of two entries: an evicted key's count starts again at 1."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.store: Any = context.get_state_store("pst-lru-counts")
+
+    def process(self, record: Record[str, str]) -> None:
+        count = self.store.get(record.key)
+        count = 1 if count is None else count + 1
+        self.store.put(record.key, count)
+        self.context.forward(record.with_value(count))
+
+
+def lru_papi(topo: Topology, t: Topics) -> None:
+    topo.add_source(
+        "pst-lru-src", t["in"], key_deserializer=S.deserializer(), value_deserializer=S.deserializer()
+    )
+    topo.add_processor("pst-lru-count", LruCounter, "pst-lru-src")
+    topo.add_state_store(
+        Stores.key_value_store_builder(Stores.lru_map("pst-lru-counts", 2), S, L), "pst-lru-count"
+    )
+    topo.add_sink(
+        "pst-lru-sink",
+        t["out"],
+        "pst-lru-count",
+        key_serializer=S.serializer(),
+        value_serializer=L.serializer(),
+    )
+
+
+def lru_dsl(b: StreamsBuilder, t: Topics) -> None:
+    """``groupByKey().count(Materialized.as(Stores.lruMap(..., 2)))``: Kafka's timestamped store over
+    the LRU map, the record cache above it."""
+    b.stream(t["in"], Consumed.with_(S, S)).group_by_key().count(
+        Materialized.as_(Stores.lru_map("pst-lru-dsl", 2))
+    ).to_stream().to(t["out"], Produced.with_(S, L))
+
+
+# a, b fill the map; a read of a (its count) makes b the eldest, so c evicts b; b comes back
+# (evicting a), a comes back (evicting c), ...
+_LRU_STEPS = [P("in", k, "v", 1000 + i) for i, k in enumerate("abacbabbcca")]
+
 VERSIONED_RETENTION = 100
 
 
@@ -143,6 +188,28 @@ _FK_VERSIONED_DOC = (
 )
 
 SCENARIOS = [
+    Scenario(
+        "pst_lru_papi",
+        lru_papi,
+        {"in": SS},
+        {"out": SL},
+        _LRU_STEPS,
+        java="pst_lru_papi",
+        papi=True,
+        doc="InMemoryLRUCacheStoreTest.testEvict: a processor counting per key in Stores.lru_map(2); a "
+        "read or write makes a key the most recently used, a new key evicts the least recently used, "
+        "whose count starts again.",
+    ),
+    Scenario(
+        "pst_lru_dsl",
+        lru_dsl,
+        {"in": SS},
+        {"out": SL},
+        _LRU_STEPS,
+        java="pst_lru_dsl",
+        doc="InMemoryLRUCacheStoreTest.testEvict through the DSL: a count materialized in "
+        "Stores.lru_map(2) (a timestamped store over the LRU map, with and without the record cache).",
+    ),
     Scenario(
         "pst_read_only_store",
         read_only_store,

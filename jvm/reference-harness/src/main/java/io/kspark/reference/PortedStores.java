@@ -23,6 +23,7 @@ import org.apache.kafka.streams.state.Stores;
 /** Java twins of tests/catalog/scenarios/ported_stores.py (Kafka Streams 4.1 store features). */
 final class PortedStores {
     private static final Serde<String> S = Serdes.String();
+    private static final Serde<Long> L = Serdes.Long();
     private static final Duration VERSIONED_RETENTION = Duration.ofMillis(100);
     private static final ValueJoiner<String, String, String> FK_JOINER = (v1, v2) -> "(" + v1 + "," + v2 + ")";
 
@@ -30,6 +31,8 @@ final class PortedStores {
 
     static void register(Map<String, Supplier<Topology>> m) {
         m.put("pst_read_only_store", PortedStores::readOnlyStore);
+        m.put("pst_lru_papi", PortedStores::lruPapi);
+        m.put("pst_lru_dsl", PortedStores::lruDsl);
         m.put("pst_fk_versioned", () -> fkVersioned(false, true, true, "pst-fk"));
         m.put("pst_fk_versioned_left", () -> fkVersioned(true, true, false, "pst-fkl"));
         m.put("pst_fk_versioned_right", () -> fkVersioned(true, false, true, "pst-fkr"));
@@ -99,6 +102,42 @@ final class PortedStores {
         Function<String, String> fk = v -> v.split("\\|")[1];
         KTable<String, String> joined = leftJoin ? lt.leftJoin(rt, fk, FK_JOINER, m) : lt.join(rt, fk, FK_JOINER, m);
         joined.toStream().to("out", Produced.with(S, S));
+        return b.build();
+    }
+
+    static final class LruCounter implements Processor<String, String, String, Long> {
+        private ProcessorContext<String, Long> context;
+        private KeyValueStore<String, Long> store;
+
+        @Override
+        public void init(ProcessorContext<String, Long> context) {
+            this.context = context;
+            store = context.getStateStore("pst-lru-counts");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            Long count = store.get(record.key());
+            count = count == null ? 1L : count + 1;
+            store.put(record.key(), count);
+            context.forward(record.withValue(count));
+        }
+    }
+
+    static Topology lruPapi() {
+        Topology topo = new Topology();
+        topo.addSource("pst-lru-src", S.deserializer(), S.deserializer(), "in");
+        topo.addProcessor("pst-lru-count", LruCounter::new, "pst-lru-src");
+        topo.addStateStore(Stores.keyValueStoreBuilder(Stores.lruMap("pst-lru-counts", 2), S, L), "pst-lru-count");
+        topo.addSink("pst-lru-sink", "out", S.serializer(), L.serializer(), "pst-lru-count");
+        return topo;
+    }
+
+    static Topology lruDsl() {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("in", Consumed.with(S, S)).groupByKey()
+            .count(Materialized.<String, Long>as(Stores.lruMap("pst-lru-dsl", 2)))
+            .toStream().to("out", Produced.with(S, L));
         return b.build();
     }
 }
