@@ -12,9 +12,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from enum import Enum
 from typing import Any
 
 from kspark.processor.api import to_millis
+from kspark.state.dsl_store_suppliers import (
+    BuiltInDslStoreSuppliers,
+    DslStoreSuppliers,
+    resolve_dsl_store_suppliers,
+)
 
 __all__ = [
     "Named",
@@ -233,8 +239,30 @@ class Materialized:
     logging: bool = True
     log_config: dict[str, str] | None = None
     store_supplier: Any = None
+    # KIP-954: the DSL store suppliers of a store without a supplier of its own (None: the
+    # ``dsl.store.suppliers.class`` of StreamsBuilder.build(props), else ROCKS_DB)
+    dsl_store_suppliers: Any = None
+
+    class StoreType(Enum):
+        """Kafka's ``Materialized.StoreType``: the built-in DSL store suppliers by name."""
+
+        ROCKS_DB = "rocks_db"
+        IN_MEMORY = "in_memory"
+
+        @property
+        def delegate(self) -> DslStoreSuppliers:
+            return (
+                BuiltInDslStoreSuppliers.ROCKS_DB
+                if self.value == "rocks_db"
+                else BuiltInDslStoreSuppliers.IN_MEMORY
+            )
 
     def __post_init__(self) -> None:
+        if self.store_supplier is not None and self.dsl_store_suppliers is not None:
+            raise ValueError("Cannot set store type when store supplier is pre-configured.")
+        if self.dsl_store_suppliers is not None:
+            suppliers = resolve_dsl_store_suppliers(self.dsl_store_suppliers, "Materialized store type")
+            object.__setattr__(self, "dsl_store_suppliers", suppliers)
         if self.store_supplier is not None and self.name is None:
             object.__setattr__(self, "name", self.store_supplier.name)
         _validate_name(self.name, "Materialized")
@@ -245,11 +273,23 @@ class Materialized:
 
     @staticmethod
     def as_(name_or_supplier: Any) -> Materialized:
+        """A store name, a store supplier, or DSL store suppliers (``Materialized.StoreType`` or a
+        ``DslStoreSuppliers``: the store type, its name generated)."""
         if isinstance(name_or_supplier, str):
             return Materialized(name=name_or_supplier)
         if name_or_supplier is None:
             raise ValueError("Materialized.as_ needs a store name or a store supplier, got None")
+        if isinstance(name_or_supplier, Materialized.StoreType | DslStoreSuppliers):
+            return Materialized(dsl_store_suppliers=name_or_supplier)
         return Materialized(store_supplier=name_or_supplier)
+
+    def with_store_type(self, store_type: Any) -> Materialized:
+        """The DSL store suppliers for this store (``Materialized.StoreType.ROCKS_DB`` /
+        ``IN_MEMORY``, ``"rocks_db"`` / ``"in_memory"``, or a ``DslStoreSuppliers``); not with a
+        store supplier of its own (Kafka's error)."""
+        if store_type is None:
+            raise ValueError("store type can't be null")
+        return replace(self, dsl_store_suppliers=store_type)
 
     @staticmethod
     def with_(key_serde: Any = None, value_serde: Any = None) -> Materialized:
@@ -355,13 +395,25 @@ class StreamJoined:
     other_store_supplier: Any = None
     logging: bool = True
     log_config: dict[str, str] | None = None
+    # KIP-954: the suppliers of the join's stores that no store supplier above gives
+    dsl_store_suppliers: Any = None
 
     def __post_init__(self) -> None:
         _validate_name(self.name, "StreamJoined")
         _validate_name(self.store_name, "StreamJoined store")
+        if self.dsl_store_suppliers is not None:
+            suppliers = resolve_dsl_store_suppliers(
+                self.dsl_store_suppliers, "StreamJoined DSL store suppliers"
+            )
+            object.__setattr__(self, "dsl_store_suppliers", suppliers)
 
     @staticmethod
     def with_(key_serde: Any = None, value_serde: Any = None, other_value_serde: Any = None) -> StreamJoined:
+        """Serdes, or (Kafka's ``StreamJoined.with(DslStoreSuppliers)``) DSL store suppliers alone."""
+        if isinstance(key_serde, DslStoreSuppliers | Materialized.StoreType):
+            if value_serde is not None or other_value_serde is not None:
+                raise ValueError("StreamJoined.with_: DSL store suppliers come alone, without serdes")
+            return StreamJoined(dsl_store_suppliers=key_serde)
         return StreamJoined(key_serde=key_serde, value_serde=value_serde, other_value_serde=other_value_serde)
 
     @staticmethod
@@ -382,6 +434,13 @@ class StreamJoined:
 
     def with_other_value_serde(self, serde: Any) -> StreamJoined:
         return replace(self, other_value_serde=serde)
+
+    def with_dsl_store_suppliers(self, dsl_store_suppliers: Any) -> StreamJoined:
+        """The store suppliers of the join's stores not given by ``with_this_store_supplier`` /
+        ``with_other_store_supplier`` (``BuiltInDslStoreSuppliers.IN_MEMORY``, ``"in_memory"``...)."""
+        if dsl_store_suppliers is None:
+            raise ValueError("store type can't be null")
+        return replace(self, dsl_store_suppliers=dsl_store_suppliers)
 
     def with_this_store_supplier(self, supplier: Any) -> StreamJoined:
         return replace(self, this_store_supplier=supplier)

@@ -19,6 +19,13 @@ from kspark.state.api import (
     ValueAndTimestamp,
     WindowStore,
 )
+from kspark.state.dsl_store_suppliers import (
+    BuiltInDslStoreSuppliers,
+    DslKeyValueParams,
+    DslSessionParams,
+    DslStoreSuppliers,
+    DslWindowParams,
+)
 from kspark.state.queryable import QueryableStoreType, QueryableStoreTypes
 from kspark.state.stores import Stores
 from kspark.state.versioned import VersionedKeyValueStore, VersionedRecord
@@ -39,4 +46,9 @@ __all__ = [
     "ValueAndTimestamp",
     "VersionedKeyValueStore",
     "VersionedRecord",
+    "DslStoreSuppliers",
+    "BuiltInDslStoreSuppliers",
+    "DslKeyValueParams",
+    "DslWindowParams",
+    "DslSessionParams",
 ]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kspark.kstream.config_objects import Materialized, Named
 from kspark.serde import Serdes
+from kspark.state.dsl_store_suppliers import BuiltInDslStoreSuppliers, DslKeyValueParams, DslStoreSuppliers
 
 if TYPE_CHECKING:
     from kspark.kstream.internals.internal_builder import InternalStreamsBuilder
@@ -44,11 +45,18 @@ class MaterializedInternal:
         self.logging = materialized.logging
         self.log_config = dict(materialized.log_config or {})
         self.store_supplier: Any = materialized.store_supplier
+        self.dsl_store_suppliers: Any = materialized.dsl_store_suppliers
         self.retention_ms = materialized.retention_ms()
         self.queryable = materialized.name is not None
         self.store_name: str = materialized.name or ""
         if not self.queryable and name_provider is not None:
             self.store_name = name_provider.new_store_name(generated_store_prefix or "")
+
+    def store_suppliers(self) -> DslStoreSuppliers:
+        """The DSL store suppliers of a store without a supplier of its own: the ``Materialized``'s
+        store type, else Kafka's default, ``BuiltInDslStoreSuppliers.ROCKS_DB``."""
+        chosen: DslStoreSuppliers | None = self.dsl_store_suppliers
+        return chosen if chosen is not None else BuiltInDslStoreSuppliers.ROCKS_DB
 
     @property
     def queryable_store_name(self) -> str | None:
@@ -142,7 +150,9 @@ class KeyValueStoreMaterializer:
             # versioned stores never cache (Kafka logs that it does not enable caching)
             vb = Stores.versioned_key_value_store_builder(m.store_supplier, m.key_serde, m.value_serde)
             return vb.with_logging_enabled(m.log_config) if m.logging else vb.with_logging_disabled()
-        supplier = m.store_supplier or Stores.persistent_timestamped_key_value_store(m.store_name)
+        supplier = m.store_supplier or m.store_suppliers().key_value_store(
+            DslKeyValueParams(m.store_name, True)
+        )
         b = Stores.timestamped_key_value_store_builder(supplier, m.key_serde, m.value_serde)
         b = b.with_caching_enabled() if m.caching else b.with_caching_disabled()
         b = b.with_logging_enabled(m.log_config) if m.logging else b.with_logging_disabled()

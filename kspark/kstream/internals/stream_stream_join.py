@@ -331,12 +331,30 @@ class StreamStreamJoinNode(GraphNode):
             builder.add_state_store(self.outer_store, this_name, other_name)
 
 
-def _join_window_store(name: str, windows: JoinWindows, key_serde: Any, value_serde: Any, sj: Any) -> Any:
-    from kspark.state import Stores
+def _dsl_store_suppliers(sj: Any) -> Any:
+    """The StreamJoined's DSL store suppliers, else Kafka's default (ROCKS_DB)."""
+    from kspark.state.dsl_store_suppliers import BuiltInDslStoreSuppliers
 
-    supplier = Stores.persistent_window_store(
-        name, windows.size() + windows.grace_period_ms(), windows.size(), True
+    chosen = getattr(sj, "dsl_store_suppliers", None)
+    return chosen if chosen is not None else BuiltInDslStoreSuppliers.ROCKS_DB
+
+
+def _join_window_store(name: str, windows: JoinWindows, key_serde: Any, value_serde: Any, sj: Any) -> Any:
+    """Kafka's ``StreamJoinedStoreFactory``: the join's window store from the DSL store suppliers."""
+    from kspark.kstream.windows import EmitStrategy
+    from kspark.state import Stores
+    from kspark.state.dsl_store_suppliers import DslWindowParams
+
+    params = DslWindowParams(
+        name,
+        windows.size() + windows.grace_period_ms(),
+        windows.size(),
+        True,
+        EmitStrategy.on_window_update(),
+        False,
+        False,
     )
+    supplier = _dsl_store_suppliers(sj).window_store(params)
     b = Stores.window_store_builder(supplier, key_serde, value_serde)
     if sj is None or sj.logging:
         # duplicates are retained, so the changelog must not be compacted
@@ -351,13 +369,18 @@ def _outer_join_store(
 ) -> OuterJoinStoreBuilder:
     """The shared outer-join store (Kafka's ``OuterStreamJoinStoreFactory``), logged like the windows."""
     from kspark.state import Stores
+    from kspark.state.dsl_store_suppliers import DslKeyValueParams
 
-    # Kafka matches the bytes-store type of an explicit this-side supplier, else uses its default
+    # Kafka: the StreamJoined's DSL store suppliers; else the bytes-store type of an explicit
+    # this-side supplier; else the default
     this_supplier = getattr(sj, "this_store_supplier", None)
-    in_memory = this_supplier is not None and not getattr(this_supplier, "persistent", True)
-    supplier = (
-        Stores.in_memory_key_value_store(name) if in_memory else Stores.persistent_key_value_store(name)
-    )
+    if getattr(sj, "dsl_store_suppliers", None) is None and this_supplier is not None:
+        in_memory = not getattr(this_supplier, "persistent", True)
+        supplier = (
+            Stores.in_memory_key_value_store(name) if in_memory else Stores.persistent_key_value_store(name)
+        )
+    else:
+        supplier = _dsl_store_suppliers(sj).key_value_store(DslKeyValueParams(name, False))
     b = OuterJoinStoreBuilder(supplier, key_serde, this_value_serde, other_value_serde)
     if sj is None or sj.logging:
         return b.with_logging_enabled(dict((sj.log_config if sj is not None else None) or {}))

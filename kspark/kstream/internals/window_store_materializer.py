@@ -25,7 +25,7 @@ from typing import Any
 from kspark.kstream.internals.materialize import MaterializedInternal
 from kspark.kstream.windows import EmitStrategy, SessionWindows, SlidingWindows, Windows
 from kspark.state.api import StoreBuilder
-from kspark.state.internals.builders import SessionBytesStoreSupplier, WindowBytesStoreSupplier
+from kspark.state.dsl_store_suppliers import DslSessionParams, DslWindowParams
 
 __all__ = ["WindowStoreMaterializer", "SlidingWindowStoreMaterializer", "SessionStoreMaterializer"]
 
@@ -74,7 +74,7 @@ class WindowStoreMaterializer:
 
         m = self.materialized
         supplier = m.store_supplier or _window_supplier(
-            m.store_name, self.retention_period, self.windows.size(), self.emit_strategy
+            m, self.retention_period, self.windows.size(), self.emit_strategy, sliding=False
         )
         # Kafka keeps the cache under emit-on-close too (TimeOrderedCachingWindowStore)
         return _configure(
@@ -115,7 +115,7 @@ class SlidingWindowStoreMaterializer:
 
         m = self.materialized
         supplier = m.store_supplier or _window_supplier(
-            m.store_name, self.retention_period, self.windows.time_difference_ms(), self.emit_strategy
+            m, self.retention_period, self.windows.time_difference_ms(), self.emit_strategy, sliding=True
         )
         # emit-on-close: no cache in front of a sliding window store (Kafka's choice)
         return _configure(
@@ -158,14 +158,9 @@ class SessionStoreMaterializer:
         from kspark.state import Stores
 
         m = self.materialized
-        if m.store_supplier is not None:
-            supplier = m.store_supplier
-        elif _on_close(self.emit_strategy):
-            supplier = SessionBytesStoreSupplier(
-                m.store_name, self.retention_period, persistent=True, time_ordered=True
-            )
-        else:
-            supplier = Stores.persistent_session_store(m.store_name, self.retention_period)
+        supplier = m.store_supplier or m.store_suppliers().session_store(
+            DslSessionParams(m.store_name, self.retention_period, self.emit_strategy)
+        )
         # emit-on-close: no cache in front of a session store (Kafka's choice)
         return _configure(
             Stores.session_store_builder(supplier, m.key_serde, m.value_serde),
@@ -174,10 +169,10 @@ class SessionStoreMaterializer:
         )
 
 
-def _window_supplier(name: str, retention: int, size: int, emit_strategy: EmitStrategy) -> Any:
-    """The DSL's default window store: time-ordered under emit-on-close, else Kafka's RocksDB one."""
-    from kspark.state import Stores
-
-    if _on_close(emit_strategy):
-        return WindowBytesStoreSupplier(name, retention, size, False, persistent=True, time_ordered=True)
-    return Stores.persistent_timestamped_window_store(name, retention, size, False)
+def _window_supplier(
+    m: MaterializedInternal, retention: int, size: int, emit_strategy: EmitStrategy, *, sliding: bool
+) -> Any:
+    """The DSL's window store from the store type's suppliers (Kafka's DslWindowParams): by default
+    time-ordered under emit-on-close, else Kafka's RocksDB one; in-memory when the type says."""
+    params = DslWindowParams(m.store_name, retention, size, False, emit_strategy, sliding, True)
+    return m.store_suppliers().window_store(params)

@@ -1,10 +1,13 @@
 """Kafka Streams 4.1 store features, ported from Kafka Streams' tests: read-only stores (KIP-813),
-foreign-key joins of versioned tables (KIP-914), LRU map stores.
+foreign-key joins of versioned tables (KIP-914), LRU map stores, DSL store types (KIP-954).
 
 Sources: ``ReadOnlyStoreTest`` (a read-only store fed by its topic, read by another processor);
 ``InMemoryLRUCacheStoreTest`` (``Stores.lruMap``: the least recently used entry evicted);
 ``KTableKTableForeignKeyVersionedJoinIntegrationTest`` (Kafka's FK join tests over versioned
-tables, whose out-of-order updates the join skips). The Java twins are in
+tables, whose out-of-order updates the join skips); ``SlidingWindowedKStreamIntegrationTest``
+and ``KStreamKStreamJoinTest`` with ``Materialized.withStoreType`` / ``StreamJoined.withDslStoreSuppliers``
+(in-memory and RocksDB window stores keep old windows by different rules, which an emit-on-close
+sliding aggregation's look-back shows). The Java twins are in
 ``jvm/reference-harness/.../PortedStores.java``.
 """
 
@@ -12,12 +15,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from kspark import Consumed, Materialized, Produced, StreamsBuilder, Topology
+from kspark import (
+    Consumed,
+    Grouped,
+    JoinWindows,
+    Materialized,
+    Produced,
+    SlidingWindows,
+    StreamJoined,
+    StreamsBuilder,
+    Topology,
+)
+from kspark.kstream.windows import EmitStrategy
 from kspark.processor import Processor, ProcessorContext, Record
-from kspark.state import Stores
+from kspark.serde import Serdes
+from kspark.state import BuiltInDslStoreSuppliers, Stores
 
 from ..model import Build, P, Scenario, Topics
-from .ported_support import SL, SS, L, S, j
+from .ported_support import EMIT_NOW, SL, SS, L, S, j, win
 
 __all__ = ["SCENARIOS"]
 
@@ -131,6 +146,69 @@ def lru_dsl(b: StreamsBuilder, t: Topics) -> None:
 # (evicting a), a comes back (evicting c), ...
 _LRU_STEPS = [P("in", k, "v", 1000 + i) for i, k in enumerate("abacbabbcca")]
 
+
+def store_type_sliding(store: str, store_type: Any) -> Build:
+    """An emit-on-close sliding aggregation (difference 10, grace 5) materialized with
+    ``Materialized.as(store).withStoreType(store_type)``: under ROCKS_DB Kafka's time-ordered
+    store, under IN_MEMORY its in-memory window store, which forgets windows sooner."""
+
+    def build(b: StreamsBuilder, t: Topics) -> None:
+        m = Materialized.as_(store).with_value_serde(S).with_store_type(store_type)
+        (
+            b.stream(t["in"], Consumed.with_(S, S))
+            .group_by_key(Grouped.with_(S, S))
+            .windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5))
+            .emit_strategy(EmitStrategy.on_window_close())
+            .aggregate(lambda: "0", lambda k, v, agg: agg + "+" + v, m)
+            .to_stream()
+            .to(t["out"], Produced.with_(Serdes.time_windowed(S, 10), S))
+        )
+
+    return build
+
+
+# out-of-order records within the grace: the in-memory store no longer has a window that the
+# look-back of a later record (2 * difference) would extend, the time-ordered store still has it
+_STORE_TYPE_STEPS = [
+    P("in", k, v, ts)
+    for k, v, ts in [
+        ("A", "v0", 986),
+        ("A", "v1", 982),
+        ("B", "v2", 983),
+        ("B", "v3", 998),
+        ("B", "v4", 994),
+        ("B", "v5", 997),
+        ("B", "v6", 993),
+        ("A", "v7", 994),
+        ("A", "v8", 1002),
+        ("B", "v9", 993),
+        ("A", "v10", 1030),
+        ("B", "v11", 1030),
+    ]
+]
+
+
+def stream_joined_in_memory(b: StreamsBuilder, t: Topics) -> None:
+    """An outer join whose three stores come from ``StreamJoined.withDslStoreSuppliers(IN_MEMORY)``."""
+    left = b.stream(t["a"], Consumed.with_(S, S))
+    right = b.stream(t["b"], Consumed.with_(S, S))
+    joined = StreamJoined.with_(S, S, S).with_dsl_store_suppliers(BuiltInDslStoreSuppliers.IN_MEMORY)
+    left.outer_join(
+        right, lambda v1, v2: j(v1) + "+" + j(v2), JoinWindows.of_time_difference_and_grace(10, 5), joined
+    ).to(t["out"], Produced.with_(S, S))
+
+
+_JOIN_STEPS = [
+    P("a", "A", "a1", 1000),
+    P("b", "A", "b1", 1005),
+    P("a", "B", "a2", 1008),
+    P("b", "A", "b2", 1020),
+    P("a", "A", "a3", 1012),
+    P("b", "C", "c1", 1040),
+    P("a", "B", "a4", 1001),
+    P("b", "B", "b3", 1060),
+]
+
 VERSIONED_RETENTION = 100
 
 
@@ -221,6 +299,39 @@ SCENARIOS = [
         doc="ReadOnlyStoreTest.shouldConnectProcessorAndWriteDataToReadOnlyStore: a read-only store "
         "(Topology.addReadOnlyStateStore) fed by its topic and read by another processor connected to "
         "it; updates, an overwrite, a tombstone, keys looked up before their first update.",
+    ),
+    Scenario(
+        "pst_store_type_rocks_db",
+        store_type_sliding("pst-type-rocks", "rocks_db"),
+        {"in": SS},
+        {"out": win(10)},
+        _STORE_TYPE_STEPS,
+        java="pst_store_type_rocks_db",
+        config=EMIT_NOW,
+        doc="SlidingWindowedKStreamIntegrationTest (emit final) with Materialized.withStoreType("
+        "ROCKS_DB): the time-ordered window store of Kafka's RocksDB suppliers.",
+    ),
+    Scenario(
+        "pst_store_type_in_memory",
+        store_type_sliding("pst-type-mem", Materialized.StoreType.IN_MEMORY),
+        {"in": SS},
+        {"out": win(10)},
+        _STORE_TYPE_STEPS,
+        java="pst_store_type_in_memory",
+        config=EMIT_NOW,
+        doc="SlidingWindowedKStreamIntegrationTest (emit final) with Materialized.withStoreType("
+        "IN_MEMORY): the in-memory window store, whose retention drops a window the RocksDB store "
+        "still serves to a late record's look-back (the outputs differ from pst_store_type_rocks_db).",
+    ),
+    Scenario(
+        "pst_stream_joined_in_memory",
+        stream_joined_in_memory,
+        {"a": SS, "b": SS},
+        {"out": SS},
+        _JOIN_STEPS,
+        java="pst_stream_joined_in_memory",
+        doc="KStreamKStreamOuterJoinTest with StreamJoined.withDslStoreSuppliers(IN_MEMORY): the two "
+        "window stores and the outer-join store in memory; late and unmatched records.",
     ),
     Scenario(
         "pst_fk_versioned",

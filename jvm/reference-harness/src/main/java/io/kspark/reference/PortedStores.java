@@ -10,6 +10,13 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -17,7 +24,9 @@ import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.Stores;
 
 /** Java twins of tests/catalog/scenarios/ported_stores.py (Kafka Streams 4.1 store features). */
@@ -33,6 +42,9 @@ final class PortedStores {
         m.put("pst_read_only_store", PortedStores::readOnlyStore);
         m.put("pst_lru_papi", PortedStores::lruPapi);
         m.put("pst_lru_dsl", PortedStores::lruDsl);
+        m.put("pst_store_type_rocks_db", () -> storeTypeSliding("pst-type-rocks", Materialized.StoreType.ROCKS_DB));
+        m.put("pst_store_type_in_memory", () -> storeTypeSliding("pst-type-mem", Materialized.StoreType.IN_MEMORY));
+        m.put("pst_stream_joined_in_memory", PortedStores::streamJoinedInMemory);
         m.put("pst_fk_versioned", () -> fkVersioned(false, true, true, "pst-fk"));
         m.put("pst_fk_versioned_left", () -> fkVersioned(true, true, false, "pst-fkl"));
         m.put("pst_fk_versioned_right", () -> fkVersioned(true, false, true, "pst-fkr"));
@@ -138,6 +150,32 @@ final class PortedStores {
         b.stream("in", Consumed.with(S, S)).groupByKey()
             .count(Materialized.<String, Long>as(Stores.lruMap("pst-lru-dsl", 2)))
             .toStream().to("out", Produced.with(S, L));
+        return b.build();
+    }
+
+    static Topology storeTypeSliding(String store, Materialized.StoreType type) {
+        StreamsBuilder b = new StreamsBuilder();
+        Materialized<String, String, WindowStore<Bytes, byte[]>> m =
+            Materialized.<String, String, WindowStore<Bytes, byte[]>>as(store).withValueSerde(S).withStoreType(type);
+        b.stream("in", Consumed.with(S, S))
+            .groupByKey(Grouped.with(S, S))
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(5)))
+            .emitStrategy(EmitStrategy.onWindowClose())
+            .aggregate(() -> "0", (k, v, agg) -> agg + "+" + v, m)
+            .toStream()
+            .to("out", Produced.with(WindowedSerdes.timeWindowedSerdeFrom(String.class, 10), S));
+        return b.build();
+    }
+
+    static Topology streamJoinedInMemory() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> left = b.stream("a", Consumed.with(S, S));
+        KStream<String, String> right = b.stream("b", Consumed.with(S, S));
+        StreamJoined<String, String, String> joined =
+            StreamJoined.with(S, S, S).withDslStoreSuppliers(BuiltInDslStoreSuppliers.IN_MEMORY);
+        left.outerJoin(right, (v1, v2) -> v1 + "+" + v2,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(5)), joined)
+            .to("out", Produced.with(S, S));
         return b.build();
     }
 }
