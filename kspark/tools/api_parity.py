@@ -127,11 +127,11 @@ ROWS: list[Row] = [
     *_rows("StreamsBuilder", "stream table globalTable addStateStore addGlobalStore build"),
     *_rows("Topology", "addSource addSink addProcessor addStateStore addGlobalStore"),
     *_rows("Topology", "connectProcessorAndStateStores describe"),
-    *_missing(
+    *_rows(
         "Topology",
         "addReadOnlyStateStore",
-        "KIP-813 read-only stores (a store fed by its source topic): not built yet; use "
-        "add_global_store for a store every task reads, or a processor that writes a store",
+        note="KIP-813; on Spark the store's updates are kept in its task's changelog state (no "
+        "changelog topic), and it is not interactively queryable there",
     ),
     # -- KStream
     *_rows("kstream.KStream", "filter filterNot selectKey mapValues map flatMap flatMapValues"),
@@ -184,10 +184,11 @@ ROWS: list[Row] = [
     *_rows("kstream.Materialized", "as with withKeySerde withValueSerde withRetention"),
     *_rows("kstream.Materialized", "withLoggingEnabled withLoggingDisabled"),
     *_rows("kstream.Materialized", "withCachingEnabled withCachingDisabled"),
-    *_missing(
+    *_rows(
         "kstream.Materialized",
         "withStoreType",
-        "every store is kept in worker memory today (persistent stores on disk are not built yet)",
+        note="KIP-954: picks Kafka's suppliers (persistent and in-memory window and session stores "
+        "keep Kafka's different retention rules); every store lives in worker memory",
     ),
     *_rows("kstream.Joined", "with as withKeySerde withValueSerde withOtherValueSerde withName"),
     _factory("kstream.Joined", "keySerde"),
@@ -198,10 +199,10 @@ ROWS: list[Row] = [
     *_rows("kstream.StreamJoined", "with as withName withStoreName withKeySerde withValueSerde"),
     *_rows("kstream.StreamJoined", "withOtherValueSerde withThisStoreSupplier withOtherStoreSupplier"),
     *_rows("kstream.StreamJoined", "withLoggingEnabled withLoggingDisabled"),
-    *_missing(
+    *_rows(
         "kstream.StreamJoined",
         "withDslStoreSuppliers",
-        "every store is kept in worker memory today (persistent stores on disk are not built yet)",
+        note="KIP-954: picks Kafka's suppliers; every store lives in worker memory",
     ),
     *_rows("kstream.TableJoined", "with as withPartitioner withOtherPartitioner withName"),
     *_rows("kstream.Repartitioned", "as with withName withNumberOfPartitions withKeySerde withValueSerde"),
@@ -269,7 +270,11 @@ ROWS: list[Row] = [
     *_rows("state.Stores", "persistentKeyValueStore"),
     *_rows("state.Stores", "persistentTimestampedKeyValueStore inMemoryKeyValueStore"),
     *_rows("state.Stores", "persistentWindowStore persistentTimestampedWindowStore inMemoryWindowStore"),
-    *_missing("state.Stores", "lruMap", "an LRU-bounded in-memory store: not built yet"),
+    *_rows(
+        "state.Stores",
+        "lruMap",
+        note="evicts the least recently used entry (a tombstone in the changelog when logged)",
+    ),
     *_rows("state.Stores", "persistentSessionStore inMemorySessionStore keyValueStoreBuilder"),
     *_rows("state.Stores", "timestampedKeyValueStoreBuilder"),
     *_rows("state.Stores", "windowStoreBuilder timestampedWindowStoreBuilder"),
