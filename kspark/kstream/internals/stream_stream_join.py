@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kspark.errors import StreamsException
 from kspark.kstream.internals.graph import GraphNode, ProcessorGraphNode, ProcessorParameters
 from kspark.kstream.internals.outer_join_buffer import (
     LeftOrRightValue,
@@ -364,6 +365,33 @@ def _join_window_store(name: str, windows: JoinWindows, key_serde: Any, value_se
     return b.with_logging_disabled()
 
 
+def _supplied_window_store(supplier: Any, windows: JoinWindows, key_serde: Any, value_serde: Any) -> Any:
+    """A join store from ``StreamJoined.with_this_store_supplier`` / ``with_other_store_supplier``:
+    checked against the windows as Kafka's ``KStreamImplJoin.assertWindowSettings``, then built
+    as given (Kafka's ``joinWindowStoreBuilderFromSupplier``: logging on, no extra topic config)."""
+    from kspark.state import Stores
+    from kspark.state.internals.builders import WindowBytesStoreSupplier
+
+    if not isinstance(supplier, WindowBytesStoreSupplier):
+        raise TypeError(
+            f"a stream-stream join's store supplier must be a window store supplier "
+            f"(Stores.persistent_window_store / in_memory_window_store), got {supplier!r}"
+        )
+    if not supplier.retain_duplicates():
+        raise StreamsException(
+            "The StoreSupplier must set retainDuplicates=true, found retainDuplicates=false"
+        )
+    if (
+        supplier.retention_period() != windows.size() + windows.grace_period_ms()
+        or supplier.window_size() != windows.size()
+    ):
+        raise StreamsException(
+            f"Window settings mismatch. WindowBytesStoreSupplier settings {supplier!r} must match "
+            f"JoinWindows settings {windows!r} for the window size and retention period"
+        )
+    return Stores.window_store_builder(supplier, key_serde, value_serde)
+
+
 def _outer_join_store(
     name: str, key_serde: Any, this_value_serde: Any, other_value_serde: Any, sj: Any
 ) -> OuterJoinStoreBuilder:
@@ -442,22 +470,29 @@ def build_stream_stream_join(
     merge_name = f"{name}-merge" if name else builder.new_processor_name("KSTREAM-MERGE-")
 
     base_store = getattr(sj, "store_name", None)
-    this_store_name = (f"{base_store}{this_suffix}" if base_store else this_generated) + "-store"
-    other_store_name = (f"{base_store}{other_suffix}" if base_store else other_generated) + "-store"
-    this_store = _join_window_store(
-        this_store_name,
-        windows,
-        key_serde or this_stream._key_serde,
-        this_value_serde or this_stream._value_serde,
-        sj,
-    )
-    other_store = _join_window_store(
-        other_store_name,
-        windows,
+    # explicit store suppliers take precedence over the DSL store suppliers (as Kafka's)
+    this_supplier = getattr(sj, "this_store_supplier", None)
+    other_supplier = getattr(sj, "other_store_supplier", None)
+    if this_supplier is not None and other_supplier is not None and this_supplier.name == other_supplier.name:
+        raise StreamsException(
+            "Both StoreSuppliers have the same name.  StoreSuppliers must provide unique names"
+        )
+    this_keys, this_values = key_serde or this_stream._key_serde, this_value_serde or this_stream._value_serde
+    other_keys, other_values = (
         key_serde or other_stream._key_serde,
         other_value_serde or other_stream._value_serde,
-        sj,
     )
+    if this_supplier is not None:
+        this_store = _supplied_window_store(this_supplier, windows, this_keys, this_values)
+    else:
+        name = (f"{base_store}{this_suffix}" if base_store else this_generated) + "-store"
+        this_store = _join_window_store(name, windows, this_keys, this_values, sj)
+    if other_supplier is not None:
+        other_store = _supplied_window_store(other_supplier, windows, other_keys, other_values)
+    else:
+        name = (f"{base_store}{other_suffix}" if base_store else other_generated) + "-store"
+        other_store = _join_window_store(name, windows, other_keys, other_values, sj)
+    this_store_name, other_store_name = this_store.name, other_store.name
 
     this_windowed_node = ProcessorGraphNode(
         this_windowed, ProcessorParameters(lambda: JoinWindowProcessor(this_store_name), this_windowed)
@@ -471,7 +506,10 @@ def build_stream_stream_join(
     outer_store: OuterJoinStoreBuilder | None = None
     if left_outer:
         shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
-        if base_store:
+        # Kafka's OuterStreamJoinStoreFactory: after the this-side supplier, else the store name
+        if this_supplier is not None and this_supplier.name:
+            outer_name = f"{this_supplier.name}{shared_suffix}-store"
+        elif base_store:
             outer_name = f"{base_store}{shared_suffix}-store"
         else:
             outer_name = "KSTREAM-OUTERSHARED-" + this_generated[len(this_prefix) :] + "-store"

@@ -198,6 +198,21 @@ def stream_joined_in_memory(b: StreamsBuilder, t: Topics) -> None:
     ).to(t["out"], Produced.with_(S, S))
 
 
+def stream_joined_suppliers(b: StreamsBuilder, t: Topics) -> None:
+    """A left join whose two window stores come from ``withThisStoreSupplier`` (in memory) and
+    ``withOtherStoreSupplier`` (persistent): the stores carry the suppliers' names."""
+    left = b.stream(t["a"], Consumed.with_(S, S))
+    right = b.stream(t["b"], Consumed.with_(S, S))
+    joined = (
+        StreamJoined.with_(S, S, S)
+        .with_this_store_supplier(Stores.in_memory_window_store("pst-this-window", 25, 20, True))
+        .with_other_store_supplier(Stores.persistent_window_store("pst-other-window", 25, 20, True))
+    )
+    left.left_join(
+        right, lambda v1, v2: j(v1) + "+" + j(v2), JoinWindows.of_time_difference_and_grace(10, 5), joined
+    ).to(t["out"], Produced.with_(S, S))
+
+
 _JOIN_STEPS = [
     P("a", "A", "a1", 1000),
     P("b", "A", "b1", 1005),
@@ -332,6 +347,16 @@ SCENARIOS = [
         java="pst_stream_joined_in_memory",
         doc="KStreamKStreamOuterJoinTest with StreamJoined.withDslStoreSuppliers(IN_MEMORY): the two "
         "window stores and the outer-join store in memory; late and unmatched records.",
+    ),
+    Scenario(
+        "pst_stream_joined_suppliers",
+        stream_joined_suppliers,
+        {"a": SS, "b": SS},
+        {"out": SS},
+        _JOIN_STEPS,
+        java="pst_stream_joined_suppliers",
+        doc="KStreamKStreamJoinTest with StreamJoined.withThisStoreSupplier / withOtherStoreSupplier: "
+        "the join's window stores are the given suppliers', named after them.",
     ),
     Scenario(
         "pst_fk_versioned",

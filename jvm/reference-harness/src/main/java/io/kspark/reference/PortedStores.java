@@ -45,6 +45,7 @@ final class PortedStores {
         m.put("pst_store_type_rocks_db", () -> storeTypeSliding("pst-type-rocks", Materialized.StoreType.ROCKS_DB));
         m.put("pst_store_type_in_memory", () -> storeTypeSliding("pst-type-mem", Materialized.StoreType.IN_MEMORY));
         m.put("pst_stream_joined_in_memory", PortedStores::streamJoinedInMemory);
+        m.put("pst_stream_joined_suppliers", PortedStores::streamJoinedSuppliers);
         m.put("pst_fk_versioned", () -> fkVersioned(false, true, true, "pst-fk"));
         m.put("pst_fk_versioned_left", () -> fkVersioned(true, true, false, "pst-fkl"));
         m.put("pst_fk_versioned_right", () -> fkVersioned(true, false, true, "pst-fkr"));
@@ -174,6 +175,21 @@ final class PortedStores {
         StreamJoined<String, String, String> joined =
             StreamJoined.with(S, S, S).withDslStoreSuppliers(BuiltInDslStoreSuppliers.IN_MEMORY);
         left.outerJoin(right, (v1, v2) -> v1 + "+" + v2,
+                JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(5)), joined)
+            .to("out", Produced.with(S, S));
+        return b.build();
+    }
+
+    static Topology streamJoinedSuppliers() {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> left = b.stream("a", Consumed.with(S, S));
+        KStream<String, String> right = b.stream("b", Consumed.with(S, S));
+        StreamJoined<String, String, String> joined = StreamJoined.with(S, S, S)
+            .withThisStoreSupplier(Stores.inMemoryWindowStore(
+                "pst-this-window", Duration.ofMillis(25), Duration.ofMillis(20), true))
+            .withOtherStoreSupplier(Stores.persistentWindowStore(
+                "pst-other-window", Duration.ofMillis(25), Duration.ofMillis(20), true));
+        left.leftJoin(right, (v1, v2) -> v1 + "+" + v2,
                 JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(10), Duration.ofMillis(5)), joined)
             .to("out", Produced.with(S, S));
         return b.build();
