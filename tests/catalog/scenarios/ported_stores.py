@@ -384,5 +384,8 @@ SCENARIOS = [
         _FK_VERSIONED_STEPS,
         java="pst_fk_versioned_right",
         doc=_FK_VERSIONED_DOC.format(kind="left join", which="a plain left table and a versioned right one"),
+        # with 2 partitions the right table's updates and the subscriptions reach its task in an
+        # order Kafka Streams does not define either: only each key's last result is defined
+        spark_compare="final",
     ),
 ]
