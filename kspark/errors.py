@@ -13,6 +13,7 @@ __all__ = [
     "ConfigException",
     "InvalidStateStoreException",
     "UnknownStateStoreException",
+    "ProcessorStateException",
     "SerializationException",
     "TaskMigratedException",
 ]
@@ -39,6 +40,11 @@ class InvalidStateStoreException(StreamsException):
 
 class UnknownStateStoreException(InvalidStateStoreException):
     """No state store of that name exists in the topology."""
+
+
+class ProcessorStateException(StreamsException):
+    """A state store's local state cannot be opened, read or written (a RocksDB store's directory
+    is not writable, or another store holds its lock); names the store, the task and the path."""
 
 
 class SerializationException(StreamsException):

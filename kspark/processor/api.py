@@ -174,6 +174,13 @@ class ProcessorContext(ABC):
     @abstractmethod
     def app_config(self) -> dict[str, Any]: ...
 
+    def state_dir(self) -> str | None:
+        """The task's state directory (Kafka's ``stateDir``): persistent stores keep their files
+        under it (a RocksDB store in ``<state_dir>/rocksdb/<store name>``). ``None`` when the runner
+        gives the task none (the test driver, the global-store task): such a store then opens in a
+        temporary directory of its own, removed when it closes."""
+        return None
+
     def app_configs(self) -> dict[str, Any]:
         """The application's configuration (Kafka's ``appConfigs``; the same as ``app_config``)."""
         return self.app_config()

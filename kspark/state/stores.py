@@ -1,11 +1,17 @@
 """``Stores``: factories of store suppliers and builders, as Kafka's ``Stores`` class.
 
-Durations are int milliseconds or ``timedelta``. All stores live in memory
-(on Spark, durable state lives in Spark's state store); ``persistent_*``
-suppliers report ``persistent() == True``, so topology descriptions and
-metadata match Kafka Streams. A persistent key-value store behaves exactly
-as the in-memory one. Persistent window and session stores follow Kafka's
-RocksDB stores' *segmented* retention (segments of
+Durations are int milliseconds or ``timedelta``. A persistent key-value
+store (``persistent_key_value_store``, ``persistent_timestamped_key_value_store``,
+and every DSL key-value store under ``default.dsl.store=rocksDB``) is a
+RocksDB database on local disk, in ``<task state dir>/rocksdb/<store name>``
+as in Kafka Streams, or in a temporary directory removed at close when the
+task has no state directory (the TopologyTestDriver); see
+:mod:`kspark.state.internals.rocksdb_key_value_store`. It answers as the
+in-memory one does, except that its iterators read a snapshot of keys *and*
+values (Kafka's RocksDB iterators), where the in-memory store's read values
+live. The other stores live in memory and report ``persistent()`` as asked,
+so topology descriptions and metadata match Kafka Streams. Persistent window
+and session stores follow Kafka's RocksDB stores' *segmented* retention (segments of
 ``max(retention / 2, 60_000)`` ms; a late put is kept while its segment is
 live, see :mod:`kspark.state.internals.segmented_stores`), the in-memory
 ones Kafka's in-memory rules. One visible difference remains: a persistent

@@ -358,6 +358,9 @@ class DelegatingContext(ProcessorContext):
     def app_config(self) -> dict[str, Any]:
         return self._inner.app_config()
 
+    def state_dir(self) -> str | None:
+        return self._inner.state_dir()
+
     def schedule(self, interval: Any, punctuation_type: Any, callback: Any) -> Any:
         return self._inner.schedule(interval, punctuation_type, callback)
 

@@ -70,8 +70,10 @@ class InternalProcessorContext(ProcessorContext):
         changelog_topics: dict[str, str] | None = None,
         changelog_partition: int = 0,
         is_global: bool = False,
+        state_dir: str | None = None,
     ) -> None:
         self._task_id = task_id
+        self._state_dir = state_dir
         self._config = config
         self._services = services
         self._stores = stores
@@ -93,6 +95,9 @@ class InternalProcessorContext(ProcessorContext):
 
     def task_id(self) -> str:
         return self._task_id
+
+    def state_dir(self) -> str | None:
+        return self._state_dir
 
     def app_config(self) -> dict[str, Any]:
         return {k: self._config[k] for k in self._config}

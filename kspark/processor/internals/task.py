@@ -7,7 +7,8 @@ task = StreamTask("0_0", builder.build_topology(nodes), StreamsConfig(cfg),
                   stores=None,            # or {name: StateStore} to plug in your own instances
                   global_stores=None,     # {name: StateStore} of an initialised GlobalStateTask
                   partitions_for=None,    # topic -> partition count, for sink partitioners
-                  wall_clock_ms=0)
+                  wall_clock_ms=0,
+                  state_dir=None)         # the task's directory: persistent stores open under it
 task.initialize()                          # init stores (store.init(context, store)) then processors
 task.add_records(topic, partition, [RawRecord(topic, partition, offset, timestamp, key, value, headers)])
 while task.process():                      # one record per call; False when nothing is queued
@@ -122,6 +123,7 @@ class StreamTask:
         wall_clock_ms: int = 0,
         partition: int = 0,
         processor_metadata: Mapping[str, int] | None = None,
+        state_dir: str | None = None,
     ) -> None:
         self.task_id = task_id
         self.topology = topology
@@ -154,6 +156,7 @@ class StreamTask:
             self.collector,
             topology.store_to_changelog_topic,
             partition,
+            state_dir=state_dir,
         )
         self._stream_punctuations = PunctuationQueue()
         self._system_punctuations = PunctuationQueue()

@@ -36,6 +36,7 @@ from kspark.state.internals.metered import (
     MeteredWindowStore,
     _MeteredStore,
 )
+from kspark.state.internals.rocksdb_key_value_store import RocksDBKeyValueStore
 from kspark.state.internals.segmented_stores import (
     SegmentedSessionStore,
     SegmentedWindowStore,
@@ -82,7 +83,8 @@ def _check_name(name: str) -> None:
 
 
 class KeyValueBytesStoreSupplier:
-    """Makes in-memory key-value bytes stores (``persistent`` only changes what they report)."""
+    """Makes key-value bytes stores: RocksDB ones when ``persistent`` (Kafka's
+    ``RocksDBKeyValueBytesStoreSupplier``), in-memory ones otherwise."""
 
     def __init__(self, name: str, *, persistent: bool, timestamped: bool = False) -> None:
         _check_name(name)
@@ -90,8 +92,10 @@ class KeyValueBytesStoreSupplier:
         self.persistent = persistent
         self.timestamped = timestamped
 
-    def get(self) -> InMemoryKeyValueStore:
-        return InMemoryKeyValueStore(self.name, persistent=self.persistent)
+    def get(self) -> InMemoryKeyValueStore | RocksDBKeyValueStore:
+        if self.persistent:
+            return RocksDBKeyValueStore(self.name)
+        return InMemoryKeyValueStore(self.name)
 
     def metrics_scope(self) -> str:
         return "rocksdb" if self.persistent else "in-memory"

@@ -2,8 +2,11 @@
 
 Keys and values are ``bytes``; keys are ordered by unsigned lexicographic
 byte order, which is Python's ``bytes`` order. This is the innermost layer
-of every key-value store kspark builds; the typed (metered) layer above it
-does the serialization.
+of the in-memory key-value stores (``Stores.in_memory_key_value_store``,
+``Materialized.as_(Stores.in_memory_...)``, ``default.dsl.store=in_memory``);
+persistent ones are RocksDB databases
+(:mod:`kspark.state.internals.rocksdb_key_value_store`). The typed (metered)
+layer above it does the serialization.
 """
 
 from __future__ import annotations
@@ -44,12 +47,8 @@ def increment_prefix(prefix: bytes) -> bytes | None:
 
 
 class InMemoryKeyValueStore(InMemoryStore):
-    """A sorted map of ``bytes -> bytes``; ``persistent`` reports what the supplier asked for.
-
-    kspark's "persistent" stores are this same in-memory store with
-    ``persistent() == True`` so topology descriptions and metadata match
-    Kafka Streams; durable state on Spark lives in Spark's state store.
-    """
+    """A sorted map of ``bytes -> bytes``; ``persistent`` is what ``persistent()`` reports
+    (False for the stores ``Stores`` makes; persistent key-value stores are RocksDB ones)."""
 
     def __init__(self, name: str, *, persistent: bool = False) -> None:
         super().__init__(name, persistent=persistent)
