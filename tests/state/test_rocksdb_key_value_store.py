@@ -139,6 +139,18 @@ def test_writes_deletes_and_put_if_absent(store: RocksDBKeyValueStore) -> None:
     assert pairs(store.all()) == [(b"y", b"2")]
 
 
+def test_a_null_or_non_bytes_key_or_value_is_the_callers_mistake(store: RocksDBKeyValueStore) -> None:
+    with pytest.raises(ValueError, match="key cannot be null"):
+        store.put(None, b"v")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="key cannot be null"):
+        store.get(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="store s takes bytes keys, got str"):
+        store.put_all([(b"ok", b"v"), ("k", b"v")])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="store s takes bytes values"):
+        store.put(b"k", "v")  # type: ignore[arg-type]
+    assert pairs(store.all()) == []  # the batch with a bad entry wrote nothing
+
+
 def test_restore_applies_changelog_records_in_order(store: RocksDBKeyValueStore) -> None:
     store.put(b"gone", b"old")
     store.restore(((k, v) for k, v in [(b"a", b"1"), (b"gone", None), (b"a", b"2"), (b"b", b"3")]))
@@ -320,6 +332,41 @@ def test_scans_through_the_cache_merge_flushed_dirty_and_deleted_entries() -> No
         assert store.get("a3") is None and store.get("a0") == "dirty-a0"
         store.flush()
         assert [(k.decode(), v.decode()) for k, v in pairs(disk.all())] == expected
+    finally:
+        store.close()
+
+
+def test_scans_through_the_cache_are_lazy_and_close_the_rocksdb_iterator() -> None:
+    builder = Stores.key_value_store_builder(
+        Stores.persistent_key_value_store("s"), S, S
+    ).with_caching_enabled()
+    store = builder.build()
+    store.init(FakeContext(), store)
+    try:
+        disk = innermost(store.wrapped)
+        disk.put_all((b"%08d" % i, b"x" * 100) for i in range(200_000))  # 20 MB below the cache
+        store.put("00000001", "cached")
+        store.delete("00000002")
+        tracemalloc.start()
+        try:
+            it = store.all()
+            first = [next(it) for _ in range(3)]
+            backwards = store.reverse_all()
+            last = next(backwards)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert [(kv.key, kv.value[:6]) for kv in first] == [
+            ("00000000", "x" * 6),
+            ("00000001", "cached"),
+            ("00000003", "x" * 6),
+        ]
+        assert last.key == "00199999"
+        assert peak < 1_000_000, f"all() through the cache allocated {peak} bytes before the fourth entry"
+        assert len(disk._iterators) == 2
+        it.close()
+        backwards.close()
+        assert not any(i.holds_rocksdb_iterator for i in disk._iterators)
     finally:
         store.close()
 

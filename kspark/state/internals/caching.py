@@ -263,9 +263,7 @@ class CachingKeyValueStore(CachingLayer):
     def prefix_scan(self, prefix: bytes) -> KeyValueIterator[bytes, bytes]:
         upper = increment_prefix(prefix)
         cached = [k for k in self.named_cache.keys_in_range(prefix, upper) if k.startswith(prefix)]
-        return self._merge(
-            self.wrapped.prefix_scan(prefix), _kv_key, cached, KeyValue, _identity, reverse=False
-        )
+        return self._merge_lazily(self.wrapped.prefix_scan(prefix), cached, reverse=False)
 
     def _range(
         self, from_key: bytes | None, to_key: bytes | None, *, forward: bool
@@ -273,9 +271,64 @@ class CachingKeyValueStore(CachingLayer):
         if from_key is not None and to_key is not None and from_key > to_key:
             LOG.warning(INVALID_RANGE_WARNING)
             return empty_iterator(self.name)
-        below = self.wrapped.range(from_key, to_key)
-        cached = self.named_cache.keys_in_range(from_key, to_key)
-        return self._merge(below, _kv_key, cached, KeyValue, _identity, reverse=not forward)
+        if forward:
+            below = self.wrapped.range(from_key, to_key)
+        else:
+            below = self.wrapped.reverse_range(from_key, to_key)
+        cached = self.named_cache.keys_in_range(from_key, to_key, reverse=not forward)
+        return self._merge_lazily(below, cached, reverse=not forward)
+
+    def _merge_lazily(
+        self, below: KeyValueIterator[bytes, bytes], cached_keys: list[bytes], *, reverse: bool
+    ) -> KeyValueIterator[bytes, bytes]:
+        """The store's pairs (read as they are needed: a RocksDB store may hold more than memory)
+        overlaid with the cached entries in range (taken now; the cache is bounded), in key order
+        (``reverse``: descending, ``cached_keys`` too), as Kafka's
+        ``MergedSortedCacheKeyValueBytesStoreIterator``. Cached tombstones hide stored entries."""
+        named = self.named_cache
+        cached: list[tuple[bytes, bytes | None]] = []
+        for key in cached_keys:
+            entry = named.peek(key)
+            if entry is not None:
+                cached.append((key, entry.value))
+
+        def merged() -> Iterator[KeyValue[bytes, bytes]]:
+            i = 0
+            try:
+                for kv in below:
+                    while i < len(cached) and (cached[i][0] > kv.key if reverse else cached[i][0] < kv.key):
+                        key, value = cached[i]
+                        i += 1
+                        if value is not None:
+                            yield KeyValue(key, value)
+                    if i < len(cached) and cached[i][0] == kv.key:
+                        key, value = cached[i]
+                        i += 1
+                        if value is not None:
+                            yield KeyValue(key, value)
+                        continue
+                    yield kv
+                for key, value in cached[i:]:
+                    if value is not None:
+                        yield KeyValue(key, value)
+            finally:
+                below.close()
+
+        return _MergedIterator(merged(), below, self.name)
+
+
+class _MergedIterator(PeekingKeyValueIterator[bytes, bytes]):
+    """A merged scan; closing it closes the store iterator below."""
+
+    def __init__(
+        self, pairs: Iterator[KeyValue[bytes, bytes]], below: KeyValueIterator[bytes, bytes], name: str
+    ) -> None:
+        super().__init__(pairs, name)
+        self._below = below
+
+    def close(self) -> None:
+        super().close()
+        self._below.close()
 
 
 class CachingWindowStore(CachingLayer):
@@ -535,11 +588,3 @@ class CachingSessionStore(CachingLayer):
 
 def _start_then_key(key: bytes, window_start: int) -> Any:
     return (window_start, key)
-
-
-def _kv_key(kv: KeyValue[bytes, bytes]) -> bytes:
-    return kv.key
-
-
-def _identity(x: Any) -> Any:
-    return x

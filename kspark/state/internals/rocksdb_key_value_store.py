@@ -248,8 +248,18 @@ class RocksDBKeyValueStore(StateStore):
 
     # -- writes --------------------------------------------------------------
 
+    def _check_entry(self, key: Any, value: Any = None) -> None:
+        # a caller's mistake, told as such rather than as a RocksDB failure (Kafka: NullPointerException)
+        if not isinstance(key, bytes):
+            if key is None:
+                raise ValueError(f"key cannot be null (store {self._name})")
+            raise TypeError(f"store {self._name} takes bytes keys, got {type(key).__name__}")
+        if value is not None and not isinstance(value, bytes):
+            raise TypeError(f"store {self._name} takes bytes values (or None), got {type(value).__name__}")
+
     def put(self, key: bytes, value: bytes | None) -> None:
         db = self._check_open()
+        self._check_entry(key, value)
         try:
             if value is None:
                 db.delete(key)
@@ -283,6 +293,7 @@ class RocksDBKeyValueStore(StateStore):
         db = self._check_open()
         batch = WriteBatch(raw_mode=True)
         for key, value in entries:
+            self._check_entry(key, value)
             if value is None:
                 batch.delete(key)
             else:
@@ -298,6 +309,7 @@ class RocksDBKeyValueStore(StateStore):
 
     def get(self, key: bytes) -> bytes | None:
         db = self._check_open()
+        self._check_entry(key)
         try:
             value: bytes | None = db.get(key)
         except Exception as e:
