@@ -10,6 +10,8 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -396,6 +398,32 @@ def test_unflushed_writes_survive_close_and_reopen_through_the_wal(tmp_path: Pat
     again = open_raw("s", str(tmp_path))
     try:
         assert again.get(b"k") == b"v"
+    finally:
+        again.close()
+
+
+def test_committed_writes_survive_a_crashed_process_through_the_wal(tmp_path: Path) -> None:
+    """The process dies (os._exit) after a commit without closing: the WAL has the writes."""
+    script = (
+        "import os, sys\n"
+        "sys.path[:0] = [sys.argv[2], sys.argv[3]]\n"
+        "from conftest import FakeContext\n"
+        "from kspark.state.internals.rocksdb_key_value_store import RocksDBKeyValueStore\n"
+        "class Ctx(FakeContext):\n"
+        "    def state_dir(self): return sys.argv[1]\n"
+        "s = RocksDBKeyValueStore('s')\n"
+        "s.init(Ctx(), s)\n"
+        "s.put_all([(b'a', b'1'), (b'b', b'2')])\n"
+        "s.put(b'a', None)\n"
+        "s.flush()\n"
+        "os._exit(0)\n"
+    )
+    here = os.path.dirname(__file__)
+    repo = os.path.dirname(os.path.dirname(here))
+    subprocess.run([sys.executable, "-c", script, str(tmp_path), here, repo], check=True, timeout=60)
+    again = open_raw("s", str(tmp_path))
+    try:
+        assert pairs(again.all()) == [(b"b", b"2")]
     finally:
         again.close()
 
