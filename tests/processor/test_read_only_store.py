@@ -13,7 +13,8 @@ from kspark.errors import TopologyException
 from kspark.processor import Processor, ProcessorContext, Record
 from kspark.processor.internals.builder import _SourceFactory
 from kspark.processor.internals.records import RawRecord
-from kspark.runtime.spark.tasks import TopologySpec, _split_changelog, fold_changelog
+from kspark.runtime.spark.task_state import fold_changelog
+from kspark.runtime.spark.tasks import TopologySpec, _split_changelog
 from kspark.runtime.spark.versioned_changelog import restored_latest
 from kspark.serde import Serdes
 from kspark.state import Stores
@@ -128,7 +129,7 @@ def test_on_spark_a_read_only_store_is_logged_into_the_task_state_only_and_resto
     while task.process():
         pass
     task.commit()
-    emitted, entries = _split_changelog(spec, task.drain_output())
+    emitted, entries = _split_changelog(spec, task.drain_output(), set(), set())
     # nothing goes to Kafka for the store (neither its source topic nor a changelog topic) ...
     assert emitted == []
     # ... but its updates are the task's changelog state, as a logged store's
@@ -144,7 +145,7 @@ def test_on_spark_a_read_only_store_is_logged_into_the_task_state_only_and_resto
     while rebuilt.process():
         pass
     rebuilt.commit()
-    emitted, entries = _split_changelog(spec, rebuilt.drain_output())
+    emitted, entries = _split_changelog(spec, rebuilt.drain_output(), set(), set())
     assert [(r.topic, r.key, r.value) for r in emitted] == [
         ("out", b"1", b"x -- foo"),
         ("out", b"2", b"y -- None"),

@@ -36,6 +36,7 @@ class GlobalStateTask:
         *,
         stores: dict[str, StateStore] | None = None,
         deserialization_handler: Callable[..., Any] | None = None,
+        state_dir: str | None = None,
     ) -> None:
         self.topology = topology
         self._wall_clock = wall_clock
@@ -45,7 +46,7 @@ class GlobalStateTask:
         self._handler = deserialization_handler or LogAndContinueExceptionHandler()
         self.collector = RecordCollector("global", config.production_exception_handler(), self.record_dropped)
         self.context = InternalProcessorContext(
-            "global", config, self, {}, self.stores, self.collector, is_global=True
+            "global", config, self, {}, self.stores, self.collector, is_global=True, state_dir=state_dir
         )
 
     # TaskServices

@@ -16,6 +16,8 @@ processed; updates that arrive later are not applied retroactively.
 
 from __future__ import annotations
 
+import logging
+import shutil
 import threading
 import time
 from collections.abc import Mapping
@@ -28,6 +30,7 @@ from kspark.processor.internals.global_task import GlobalStateTask
 from kspark.processor.internals.records import RawRecord
 from kspark.runtime.kafka_clients import librdkafka_security
 from kspark.runtime.spark.kafka_io import OffsetLister
+from kspark.runtime.spark.store_restore import scratch_dir
 
 if TYPE_CHECKING:
     from kspark.processor.topology import Topology
@@ -35,20 +38,26 @@ if TYPE_CHECKING:
 
 __all__ = ["GlobalStateReplica", "global_replica"]
 
+_log = logging.getLogger(__name__)
+
 _CATCH_UP_TIMEOUT_S = 120.0
 
 
 class GlobalStateReplica:
     """The global stores of one application run, kept current from their topics."""
 
-    def __init__(self, topology: Topology, config: Mapping[str, Any]) -> None:
+    def __init__(self, topology: Topology, config: Mapping[str, Any], instance: str = "") -> None:
         from confluent_kafka import Consumer, TopicPartition
 
         global_topology = topology.internal_builder.build_global_state_topology()
         if global_topology is None:
             raise StreamsException("The topology has no global stores")
         streams_config = StreamsConfig(dict(config))
-        self.task = GlobalStateTask(global_topology, streams_config, lambda: int(time.time() * 1000))
+        # Rebuilt from the global topics whenever made: its on-disk stores need no checkpoint.
+        self.directory = scratch_dir(config, f"global-{instance}")
+        self.task = GlobalStateTask(
+            global_topology, streams_config, lambda: int(time.time() * 1000), state_dir=self.directory
+        )
         self.task.initialize()
         self.topics = sorted(global_topology.sources_by_topic)
         bootstrap = ",".join(streams_config.bootstrap_servers())
@@ -131,7 +140,12 @@ def global_replica(topology: Topology, config: Mapping[str, Any], instance: str)
         replica = _REPLICAS.get(key)
         if replica is None:
             for old in [k for k in _REPLICAS if k[0] == key[0]]:
-                _REPLICAS.pop(old).task.close()
-            replica = GlobalStateReplica(topology, config)
+                stale = _REPLICAS.pop(old)
+                stale.task.close()
+                try:
+                    shutil.rmtree(stale.directory)
+                except OSError as e:  # its process's scratch is removed when the process is gone
+                    _log.warning("removing the stores of a discarded global replica: %s", e)
+            replica = GlobalStateReplica(topology, config, instance)
             _REPLICAS[key] = replica
     return replica

@@ -366,8 +366,11 @@ class OffsetLister:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_admin": None}
 
-    def offsets(self, partitions: Iterable[tuple[str, int]], *, latest: bool) -> dict[tuple[str, int], int]:
-        """Each partition's last stable offset (``latest``) or first offset."""
+    def offsets(
+        self, partitions: Iterable[tuple[str, int]], *, latest: bool, committed: bool = True
+    ) -> dict[tuple[str, int], int]:
+        """Each partition's last stable offset (``latest``; its high watermark when not
+        ``committed``) or first offset."""
         from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
@@ -379,8 +382,9 @@ class OffsetLister:
         while True:
             if self._admin is None:
                 self._admin = AdminClient({**self.settings, "bootstrap.servers": self.bootstrap_servers})
+            isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
             futures = self._admin.list_offsets(
-                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.request_timeout_s
+                request, isolation_level=isolation, request_timeout=self.request_timeout_s
             )
             out: dict[tuple[str, int], int] = {}
             try:

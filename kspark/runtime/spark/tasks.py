@@ -15,10 +15,13 @@ The Spark runner runs the very same engine as the test driver
   micro-batch carries all of its records (per-key Python/JVM round trips
   would dominate: shared/DESIGN.md), processing order and stream time are
   Kafka Streams' per-task ones whatever the batch cuts, and processors may
-  touch any key of their stores. The stores' changelogs live in a Spark
-  ``ListState``, one row per batch (see :class:`TaskStage`), and a task that
-  is not already warm in this Python worker is restored from it, as Kafka
-  Streams restores a store from its changelog topic.
+  touch any key of their stores. The stores write their changelog topics,
+  Spark commits the positions the writes reached with the batch, and a task
+  that is not already warm in this Python worker is restored from the
+  topics up to those positions, its persistent stores from what its
+  directory on this machine already holds
+  (:mod:`~kspark.runtime.spark.store_restore`), as Kafka Streams restores a
+  store from its changelog topic.
 
 Both stages write their tasks' output records to Kafka themselves
 (:class:`~kspark.runtime.spark.kafka_io.RecordSender`) and return one
@@ -32,7 +35,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import pickle
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -49,7 +52,22 @@ from kspark.processor.internals.task import StreamTask
 from kspark.runtime.spark.batch_input import SpilledInput, held_input
 from kspark.runtime.spark.global_state import GlobalStateReplica, global_replica
 from kspark.runtime.spark.shuffle import task_of
+from kspark.runtime.spark.store_restore import (
+    TaskDirectory,
+    changelog_ends,
+    restore_stores,
+    store_root,
+)
 from kspark.runtime.spark.task_commit import TaskCommit, transactional_id
+from kspark.runtime.spark.task_state import (
+    Latest,
+    TaskMeta,
+    _Entry,
+    fold_changelog,
+    persist_changelog,
+    restored_changelog,
+    task_state,
+)
 from kspark.runtime.spark.versioned_changelog import (
     prune_versions,
     restored_latest,
@@ -80,20 +98,16 @@ __all__ = [
     "TaskGroup",
     "Sender",
     "next_offsets",
-    "TaskMeta",
     "WarmTask",
     "warm_entry",
     "current_warm",
     "keep_warm",
     "evict_warm",
-    "task_state",
-    "restored_changelog",
-    "persist_changelog",
     "in_offset_order",
-    "fold_changelog",
     "stateful_processor_base",
-    "Latest",
 ]
+
+_log = logging.getLogger(__name__)
 
 TASK_INPUT_COLUMN = "kspark_task"
 """The grouping column of a stateful stage: the input partition, i.e. the task."""
@@ -167,7 +181,14 @@ class TopologySpec:
         replica.catch_up()
         return replica
 
-    def build_task(self, partition: int, processor_metadata: Mapping[str, int] | None = None) -> StreamTask:
+    def build_task(
+        self,
+        partition: int,
+        processor_metadata: Mapping[str, int] | None = None,
+        state_dir: str | None = None,
+    ) -> StreamTask:
+        """The task ``<sub-topology>_<partition>``, initialised; its persistent stores open in
+        ``state_dir`` (a task directory, store_restore.py)."""
         builder = self.topology.internal_builder
         nodes = builder.node_groups()[self.subtopology]
         topology = builder.build_topology(nodes)
@@ -181,9 +202,25 @@ class TopologySpec:
             processor_metadata=processor_metadata,
             global_stores=replica.stores if (replica := self.global_replica()) is not None else None,
             stores=self._task_stores(topology),
+            state_dir=state_dir,
         )
         task.initialize()
         return task
+
+    def topic_changelogs(self, topology: ProcessorTopology) -> dict[str, str]:
+        """The task's stores restored from their own changelog topic (store -> topic): the logged
+        ones. A read-only store (its changelog is its source topic) and a store connected to a
+        source topic keep their changelog in the task's Spark state instead (TaskStage)."""
+        app = str(self.config["application.id"])
+        out: dict[str, str] = {}
+        for name, store_builder in topology.state_store_builders.items():
+            logging = getattr(store_builder, "logging_enabled", None)
+            topic = topology.store_to_changelog_topic.get(name) or f"{app}-{name}-changelog"
+            if name in self.read_only_stores or topic in self.input_partitions:
+                continue
+            if callable(logging) and logging():
+                out[name] = topic
+        return out
 
     def _task_stores(self, topology: ProcessorTopology) -> dict[str, StateStore] | None:
         """The task's stores, a read-only store's built with logging on under the changelog name
@@ -204,12 +241,6 @@ class TopologySpec:
         return stores
 
 
-Latest = dict[Any, dict[Any, tuple[Any, int]]]
-"""The latest changelog record per store and key, as a compacted changelog topic holds them: for
-:class:`TaskStage` store name -> key bytes -> (value bytes, timestamp); for the windowed count
-(:mod:`~kspark.runtime.spark.windowed_count`) window start -> key bytes -> (count, timestamp)."""
-
-
 @dataclass
 class WarmTask:
     """A task kept in this Python worker between micro-batches, with what its state needs."""
@@ -221,6 +252,21 @@ class WarmTask:
     latest: Latest = field(default_factory=dict)
     # Stateless stages: the task as closures when it is a fusable chain (processor/internals/fused.py).
     fused: FusedChain | None = None
+    # Stateful stages: the task's directory on this machine, held while its stores are open.
+    directory: TaskDirectory | None = None
+
+    def close(self) -> None:
+        """Close the task's stores and let go of its directory. A task is closed when it is
+        discarded (stale, superseded, or failed mid-batch): a store that fails to close is
+        logged, never raised into the batch that discards it; its directory has no checkpoint
+        (removed before every batch), so whoever takes the task next restores it."""
+        try:
+            self.task.close()
+        except Exception:
+            _log.warning("closing discarded task %s failed", self.task.task_id, exc_info=True)
+        finally:
+            if self.directory is not None:
+                self.directory.release()
 
 
 # Tasks stay warm in a Python worker between micro-batches: Spark reuses workers.
@@ -247,23 +293,34 @@ def current_warm(spec: TopologySpec, partition: int, meta_state: Any) -> tuple[T
     if warm is not None and warm.epoch == meta.epoch:
         return meta, warm
     if warm is not None:
-        warm.task.close()
+        evict_warm(spec, partition)
     return meta, None
 
 
 def keep_warm(spec: TopologySpec, partition: int, entry: WarmTask) -> None:
     """Remember a warm task; tasks of an earlier run of the same application are dropped."""
-    key = _warm_key(spec, partition)
+    drop_earlier_runs(spec)
     with _WARM_LOCK:
-        for old in [k for k in _WARM if k[0] == key[0] and k[1] != key[1]]:
-            _WARM.pop(old).task.close()
-        _WARM[key] = entry
+        _WARM[_warm_key(spec, partition)] = entry
+
+
+def drop_earlier_runs(spec: TopologySpec) -> None:
+    """Close this worker's tasks of earlier runs of the application: they will not be used again,
+    and they hold their task directories (a new run's task takes them over)."""
+    app, instance, _, _ = _warm_key(spec, 0)
+    with _WARM_LOCK:
+        old = [_WARM.pop(k) for k in list(_WARM) if k[0] == app and k[1] != instance]
+    for stale in old:
+        stale.close()
 
 
 def evict_warm(spec: TopologySpec, partition: int) -> None:
-    """Forget a warm task: its memory may hold part of an uncommitted batch."""
+    """Forget and close a warm task: its stores may hold part of an uncommitted batch (a task
+    directory's checkpoint is removed before a batch writes, so its next user restores)."""
     with _WARM_LOCK:
-        _WARM.pop(_warm_key(spec, partition), None)
+        warm = _WARM.pop(_warm_key(spec, partition), None)
+    if warm is not None:
+        warm.close()
 
 
 def _run(task: StreamTask) -> list[OutputRecord]:
@@ -552,19 +609,19 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
     """``transformWithStateInPandas`` body: one Kafka Streams task per grouping key.
 
     State per task: ``meta`` (epoch, stream time, processor metadata, timer,
-    changelog rows) and ``changelog``, a ``ListState`` that is the task's
-    store changelogs: one row per micro-batch holding every changelog
-    record that batch wrote (all stores), appended with one call to Spark's
-    state server. Per-record state calls are round trips to the JVM
-    (~0.1-0.5 ms each), which made a stage that updates 10,000 keys per
-    batch spend seconds on them; one row per batch costs one. Every
-    :data:`COMPACT_AFTER_ROWS` batches the list is replaced by the latest
-    record per key (a compacted changelog topic) from the warm task.
+    changelog positions) and ``changelog``, a ``ListState`` for the stores
+    whose changelog is a source topic (read-only stores, KIP-813): one row
+    per micro-batch holding every changelog record the batch wrote for them,
+    appended with one call to Spark's state server (per-record state calls
+    are JVM round trips, ~0.1-0.5 ms each), replaced by the latest record
+    per key every ``COMPACT_AFTER_ROWS`` batches (task_state.py). Every other logged
+    store's changelog is its topic; ``meta`` holds where the task's writes
+    to it reached when the batch committed (store_restore.py).
 
     The epoch says whether the warm task in this worker saw every batch so
     far; if not (another worker ran the task, or the application restarted),
-    the task is rebuilt and its stores are restored from the changelog, as
-    Kafka Streams restores a store from its changelog topic.
+    the task is rebuilt and its stores are restored up to the committed
+    positions, as Kafka Streams restores a store from its changelog topic.
     """
 
     def __init__(self, group: TaskGroup, spill_rows: int) -> None:
@@ -576,25 +633,61 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         self._meta, self._changelog = task_state(handle)
 
     def _warm_task(self, spec: TopologySpec, partition: int) -> tuple[TaskMeta, WarmTask]:
-        """The task warm from the last batch, or rebuilt and restored from its changelog."""
+        """The task warm from the last batch, or rebuilt and restored from its changelogs."""
         meta, warm = current_warm(spec, partition, self._meta)
         if warm is not None:
             return meta, warm
-        task = spec.build_task(partition, meta.processor_metadata)
-        latest = restored_changelog(self._changelog, meta)
+        drop_earlier_runs(spec)
+        directory = TaskDirectory.claim(store_root(spec.config), f"{spec.subtopology}_{partition}")
+        try:
+            task, latest = self._rebuilt(spec, partition, meta, directory)
+        except BaseException:
+            directory.release()
+            raise
+        return meta, WarmTask(meta.epoch, task, latest, directory=directory)
+
+    def _rebuilt(
+        self, spec: TopologySpec, partition: int, meta: TaskMeta, directory: TaskDirectory
+    ) -> tuple[StreamTask, Latest]:
+        """The task with its stores restored to the committed state (store_restore.py): the on-disk
+        stores from their directory's checkpoint on, when that is at or before the committed
+        positions, everything else from the start of its changelog."""
+        local = directory.checkpoint()
+        if local is None or any(offset > meta.positions.get(t, 0) for t, offset in local.items()):
+            directory.wipe()
+            local = {}
+        directory.mark_dirty()
+        task = spec.build_task(partition, meta.processor_metadata, state_dir=directory.path)
         callbacks = task.context.restore_callbacks
-        for name, records in latest.items():
-            restore = callbacks.get(name)
-            if restore is not None:
-                restore(
-                    restored_versions(records) if name in spec.versioned_stores else restored_latest(records)
+        try:
+            if meta.epoch:
+                restore_stores(
+                    spec.config,
+                    spec.topic_changelogs(task.topology),
+                    task.stores,
+                    callbacks,
+                    partition,
+                    meta.positions,
+                    local,
                 )
+            latest = restored_changelog(self._changelog, meta)
+            for name, records in latest.items():
+                restore = callbacks.get(name)
+                if restore is not None:
+                    restore(
+                        restored_versions(records)
+                        if name in spec.versioned_stores
+                        else restored_latest(records)
+                    )
+        except BaseException:
+            task.close()
+            raise
         if meta.epoch:
             # Kafka Streams restores partition time from committed offset metadata;
             # here it is part of the task's state.
             task.partition_group.stream_time = meta.stream_time
             task.restore_wall_clock_schedules(meta.wall_clock_schedules)
-        return meta, WarmTask(meta.epoch, task, latest)
+        return task, latest
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
@@ -638,11 +731,15 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         # written before a failure is written again by the retry. Exactly-once: the output is one
         # transaction, and a batch Kafka committed already only rebuilds the state (task_commit.py).
         commit = spec.task_commit(partition)
+        if warm.directory is not None:
+            warm.directory.mark_dirty()
         commit.begin(next_offsets(frames, partition))
         changelog: list[_Entry] = []
+        changelogs = set(spec.topic_changelogs(task.topology).values())
+        written_changelogs: set[str] = set()
 
         def emit() -> None:
-            emitted, entries = _split_changelog(spec, task.drain_output())
+            emitted, entries = _split_changelog(spec, task.drain_output(), changelogs, written_changelogs)
             commit.send(emitted)
             changelog.extend(entries)
 
@@ -663,6 +760,14 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
             changelog,
             prune=lambda latest: prune_versions(latest, spec.versioned_stores),
         )
+        # Where the batch's changelog writes end (a replay: where the transaction Kafka committed
+        # for it ended); Spark commits these positions with the batch (store_restore.py).
+        positions = dict(meta.positions)
+        positions.update(
+            changelog_ends(spec.config, changelogs if commit.replay else written_changelogs, partition)
+        )
+        if warm.directory is not None:
+            warm.directory.write_checkpoint({t: positions.get(t, 0) for t in changelogs})
         timer = self._set_timer(spec, meta.timer, task)
         epoch = meta.epoch + 1
         self._meta.update(
@@ -673,6 +778,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
                 timer,
                 rows,
                 json.dumps(task.wall_clock_schedules()),
+                json.dumps(positions),
             )
         )
         warm.epoch = epoch
@@ -697,15 +803,21 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 
 
 def _split_changelog(
-    spec: TopologySpec, outputs: list[OutputRecord]
+    spec: TopologySpec, outputs: list[OutputRecord], topic_restored: set[str], written: set[str]
 ) -> tuple[list[OutputRecord], list[_Entry]]:
-    """(records for Kafka, changelog entries (store, key, value, timestamp)). Changelog records
-    go to Kafka too, to the stores' changelog topics (the replicas interactive queries read,
-    replica.py), and into the task's state, which restores a task rebuilt elsewhere."""
+    """(records for Kafka, changelog entries (store, key, value, timestamp) for the task's Spark
+    state). Changelog records go to Kafka, to the stores' changelog topics: the source of truth
+    a task rebuilt elsewhere restores from (``topic_restored``; the ones written are added to
+    ``written``), and what interactive queries' replicas read (replica.py). A store whose
+    changelog is a source topic (a read-only store) keeps its changelog in the task's state."""
     emitted: list[OutputRecord] = []
     changelog: list[_Entry] = []
     stores = spec.changelog_topics
     for rec in outputs:
+        if rec.topic in topic_restored:
+            emitted.append(rec)
+            written.add(rec.topic)
+            continue
         store = stores.get(rec.topic)
         if store is None or store not in spec.read_only_stores:
             emitted.append(rec)
@@ -722,140 +834,3 @@ def read_only_changelog(config: Mapping[str, Any], store: str) -> str:
     store's changelog topic would have (TopologySpec.changelog_topics maps it to the store), a
     topic that is never created nor written."""
     return f"{config['application.id']}-{store}-changelog"
-
-
-_Entry = tuple[str, Any, Any, int]
-"""A changelog record: (store name, key, value or None for a tombstone, timestamp); a versioned
-store's key and value are boxed (versioned_changelog.py)."""
-
-COMPACT_AFTER_ROWS = 32
-"""A task's changelog state is compacted to the latest record per key when it reaches this many rows."""
-
-ROW_BYTES = 4 << 20
-"""Largest changelog row (pickled entries) a stage writes. Each row is one message to Spark's
-state server, which holds it whole on the JVM heap: one row for a 10M-record batch (~200 MB)
-ran a 1 GB driver out of memory."""
-
-
-def fold_changelog(latest: Latest, entries: list[Any]) -> None:
-    """Apply changelog entries ``(store, key, value, timestamp)`` in order: the latest record per
-    store and key; a None value (tombstone) deletes."""
-    for store, key, value, ts in entries:
-        records = latest.get(store)
-        if records is None:
-            records = latest[store] = {}
-        if value is None:
-            records.pop(key, None)
-        else:
-            records[key] = (value, ts)
-
-
-def task_state(handle: Any) -> tuple[Any, Any]:
-    """A task's ``meta`` ``ValueState`` (see :class:`TaskMeta`) and ``changelog`` ``ListState``."""
-    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
-
-    meta = handle.getValueState(
-        "meta",
-        StructType(
-            [
-                StructField("epoch", LongType()),
-                StructField("stream_time", LongType()),
-                # Kafka commits processor metadata with the offsets; here it is task state (JSON).
-                StructField("processor_metadata", StringType()),
-                # The processing-time timer set for the next wall-clock punctuation (-1: none).
-                StructField("timer", LongType()),
-                # Rows in `changelog` (compaction is due when it reaches COMPACT_AFTER_ROWS).
-                StructField("changelog_rows", LongType()),
-                # Next due time of each wall-clock punctuation (JSON), for a rebuilt task.
-                StructField("wall_clock_schedules", StringType()),
-            ]
-        ),
-    )
-    return meta, handle.getListState("changelog", StructType([StructField("entries", BinaryType())]))
-
-
-def restored_changelog(changelog: Any, meta: TaskMeta) -> Latest:
-    """The latest record per store and key that a task's ``changelog`` state holds."""
-    latest: Latest = {}
-    if meta.changelog_rows:
-        for (blob,) in changelog.get():
-            fold_changelog(latest, pickle.loads(blob))
-    return latest
-
-
-def persist_changelog(
-    changelog: Any,
-    rows: int,
-    latest: Latest,
-    entries: list[Any],
-    prune: Callable[[Latest], None] | None = None,
-) -> int:
-    """Write a batch's changelog ``entries`` (already folded into ``latest``) to the ``changelog``
-    state, which holds ``rows`` rows; returns how many it holds now.
-
-    A batch's entries are one row (more if they pickle to over :data:`ROW_BYTES`),
-    one state call each. When the state would reach :data:`COMPACT_AFTER_ROWS`
-    rows it is replaced by ``latest``, the whole of it (after ``prune`` drops what
-    no restore needs)."""
-    if not entries:
-        return rows
-    blobs = pickled_rows(entries)
-    if rows + len(blobs) < COMPACT_AFTER_ROWS:
-        for blob in blobs:
-            changelog.appendValue((blob,))
-        return rows + len(blobs)
-    if prune is not None:
-        prune(latest)
-    snapshot = pickled_rows(
-        [(store, k, v, ts) for store, records in latest.items() for k, (v, ts) in records.items()]
-    )
-    if not snapshot:
-        changelog.clear()
-        return 0
-    changelog.put([(snapshot[0],)])
-    for blob in snapshot[1:]:
-        changelog.appendValue((blob,))
-    return len(snapshot)
-
-
-def pickled_rows(entries: list[Any]) -> list[bytes]:
-    """``entries`` pickled in order, as few rows as keep each within :data:`ROW_BYTES`
-    (a single entry larger than that is a row of its own)."""
-    out: list[bytes] = []
-    sample = pickle.dumps(entries[:1000], protocol=pickle.HIGHEST_PROTOCOL)
-    per_entry = max(1, len(sample) // max(1, min(len(entries), 1000)))
-    size = max(1, ROW_BYTES * 9 // 10 // per_entry)
-    i = 0
-    while i < len(entries):
-        blob = pickle.dumps(entries[i : i + size], protocol=pickle.HIGHEST_PROTOCOL)
-        if len(blob) > ROW_BYTES and size > 1:
-            size //= 2
-            continue
-        out.append(blob)
-        i += size
-    return out
-
-
-@dataclass(frozen=True)
-class TaskMeta:
-    """A task's ``meta`` state row, with defaults for a task that has none yet."""
-
-    epoch: int = 0
-    stream_time: int = -1
-    processor_metadata: dict[str, int] | None = None
-    timer: int = -1
-    changelog_rows: int = 0
-    wall_clock_schedules: list[tuple[str, int, int]] = field(default_factory=list)
-
-    @staticmethod
-    def of(row: Any) -> TaskMeta:
-        if not row:
-            return TaskMeta()
-        return TaskMeta(
-            int(row[0]),
-            int(row[1]),
-            json.loads(row[2]) if row[2] else None,
-            int(row[3]) if row[3] is not None else -1,
-            int(row[4]) if row[4] is not None else 0,
-            [(str(n), int(i), int(d)) for n, i, d in json.loads(row[5])] if row[5] else [],
-        )

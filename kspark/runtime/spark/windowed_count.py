@@ -61,20 +61,23 @@ from kspark.kstream.windowed import TimeWindow
 from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.spark.kafka_io import HeaderReader
 from kspark.runtime.spark.shuffle import task_of
-from kspark.runtime.spark.tasks import (
+from kspark.runtime.spark.store_restore import scratch_dir
+from kspark.runtime.spark.task_state import (
     Latest,
-    Sender,
     TaskMeta,
+    persist_changelog,
+    restored_changelog,
+    task_state,
+)
+from kspark.runtime.spark.tasks import (
+    Sender,
     TopologySpec,
     WarmTask,
     current_warm,
     evict_warm,
     in_offset_order,
     keep_warm,
-    persist_changelog,
-    restored_changelog,
     stateful_processor_base,
-    task_state,
 )
 from kspark.serde.windowed import window_store_key_to_binary
 from kspark.state.internals.cache import ENTRY_OVERHEAD_BYTES, configured_cache_max_bytes
@@ -158,7 +161,11 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
             return meta, warm
         counts = restored_changelog(self._changelog, meta)
         self._forget_closed(counts, meta.stream_time)
-        return meta, WarmTask(meta.epoch, self.spec.build_task(partition), counts)
+        # The task only forwards; its stores (if any) are rebuilt whole with it.
+        directory = scratch_dir(
+            self.spec.config, f"windowed-{self.spec.instance}-{self.spec.subtopology}_{partition}"
+        )
+        return meta, WarmTask(meta.epoch, self.spec.build_task(partition, state_dir=directory), counts)
 
     def _forget_closed(self, counts: Latest, stream_time: int) -> None:
         """Drop the windows no record can reach any more (they would be dropped as expired)."""
@@ -186,7 +193,7 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         finally:
             batch.headers.close()
         epoch = meta.epoch + 1
-        self._meta.update((epoch, batch.stream_time, None, -1, batch.rows, None))
+        self._meta.update((epoch, batch.stream_time, None, -1, batch.rows, None, None))
         warm.epoch = epoch
         keep_warm(self.spec, partition, warm)
         return written

@@ -7,8 +7,9 @@ from typing import Any
 
 from state_fakes import ListStateLike
 
-from kspark.runtime.spark import tasks
-from kspark.runtime.spark.tasks import COMPACT_AFTER_ROWS, TopologySpec, fold_changelog, persist_changelog
+from kspark.runtime.spark import task_state, tasks
+from kspark.runtime.spark.task_state import COMPACT_AFTER_ROWS, fold_changelog, persist_changelog
+from kspark.runtime.spark.tasks import TopologySpec
 
 
 def _persist(state: ListStateLike, rows: int, live: Any, entries: list[Any]) -> int:
@@ -32,7 +33,7 @@ def test_fold_keeps_the_latest_record_and_applies_tombstones() -> None:
 
 
 def test_one_state_call_per_batch_and_restore_equals_the_live_state(monkeypatch: Any) -> None:
-    monkeypatch.setattr(tasks, "ROW_BYTES", 120)
+    monkeypatch.setattr(task_state, "ROW_BYTES", 120)
     state = ListStateLike()
     live: dict[str, dict[bytes, tuple[bytes, int]]] = {}
     rows = 0
@@ -60,7 +61,7 @@ def test_one_state_call_per_batch_and_restore_equals_the_live_state(monkeypatch:
 
 def test_a_large_batch_is_written_as_rows_within_the_limit(monkeypatch: Any) -> None:
     """One row per batch would be one state message: a huge batch must not be (JVM heap)."""
-    monkeypatch.setattr(tasks, "ROW_BYTES", 4096)
+    monkeypatch.setattr(task_state, "ROW_BYTES", 4096)
     state = ListStateLike()
     live: dict[str, dict[bytes, tuple[bytes, int]]] = {}
     small = [("s", b"a", b"1", 1)]
@@ -80,8 +81,8 @@ def test_a_large_batch_is_written_as_rows_within_the_limit(monkeypatch: Any) -> 
 
 
 def test_an_entry_over_the_limit_is_a_row_of_its_own(monkeypatch: Any) -> None:
-    monkeypatch.setattr(tasks, "ROW_BYTES", 100)
-    blobs = tasks.pickled_rows([("s", b"a", b"x" * 500, 1), ("s", b"b", b"y", 2)])
+    monkeypatch.setattr(task_state, "ROW_BYTES", 100)
+    blobs = task_state.pickled_rows([("s", b"a", b"x" * 500, 1), ("s", b"b", b"y", 2)])
     assert [pickle.loads(b) for b in blobs] == [[("s", b"a", b"x" * 500, 1)], [("s", b"b", b"y", 2)]]
 
 

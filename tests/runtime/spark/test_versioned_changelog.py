@@ -3,7 +3,7 @@ retention serves (kspark/runtime/spark/versioned_changelog.py): folded, restored
 
 from __future__ import annotations
 
-from kspark.runtime.spark.tasks import fold_changelog
+from kspark.runtime.spark.task_state import fold_changelog
 from kspark.runtime.spark.versioned_changelog import (
     prune_versions,
     restored_latest,

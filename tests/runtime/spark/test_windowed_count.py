@@ -23,7 +23,7 @@ from kspark import Consumed, Produced, StreamsBuilder, TimeWindows
 from kspark.config import StreamsConfig
 from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord
-from kspark.runtime.spark import task_commit, tasks, windowed_count
+from kspark.runtime.spark import task_commit, task_state, tasks, windowed_count
 from kspark.runtime.spark.lowering import native_count
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TopologySpec
@@ -223,7 +223,7 @@ def test_every_batch_forwards_the_latest_update_of_each_changed_window(
 
 
 def test_counts_survive_compaction_and_restore(monkeypatch: Any) -> None:
-    monkeypatch.setattr(tasks, "COMPACT_AFTER_ROWS", 3)
+    monkeypatch.setattr(task_state, "COMPACT_AFTER_ROWS", 3)
     run = _Run(TimeWindows(size=SIZE, grace=4_000), monkeypatch, instance="compact")
     for n in range(10):
         batch = [(k, 3_000 * n + 100 * i) for i, k in enumerate(["a", "b", "a", "c"])]
