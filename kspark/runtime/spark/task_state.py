@@ -4,10 +4,11 @@
 stores: the batches it committed (its epoch), stream time, processor
 metadata, wall-clock punctuation schedules, and the positions its changelog
 topics reached (store_restore.py). ``changelog`` is a ``ListState`` of
-pickled changelog records for the stores whose changelog is not a topic the
-task writes (read-only stores, KIP-813) and for the native windowed count's
-windows, compacted to the latest record per key every
-:data:`COMPACT_AFTER_ROWS` rows.
+pickled changelog records for the stores not restored from their topic
+(read-only stores, whose changelog is their source topic; window and
+session stores, whose topic deletes by time: TopologySpec.topic_changelogs)
+and for the native windowed count's windows, compacted to the latest record
+per key every :data:`COMPACT_AFTER_ROWS` rows.
 """
 
 from __future__ import annotations

@@ -209,17 +209,26 @@ class TopologySpec:
 
     def topic_changelogs(self, topology: ProcessorTopology) -> dict[str, str]:
         """The task's stores restored from their own changelog topic (store -> topic): the logged
-        ones. A read-only store (its changelog is its source topic) and a store connected to a
-        source topic keep their changelog in the task's Spark state instead (TaskStage)."""
+        ones whose topic keeps every record a restore needs (compacted). The others keep their
+        changelog in the task's Spark state (TaskStage): a read-only store or one connected to a
+        source topic (whose changelog is that topic), and a store whose topic also deletes by time
+        (window and session stores, ``compact,delete`` as Kafka Streams creates them): the broker
+        deletes by *record* timestamp, so input whose event times lie further back than the
+        store's retention plus a day (a backfill) would lose live windows from the topic."""
         app = str(self.config["application.id"])
         out: dict[str, str] = {}
         for name, store_builder in topology.state_store_builders.items():
             logging = getattr(store_builder, "logging_enabled", None)
+            if not (callable(logging) and logging()):
+                continue
             topic = topology.store_to_changelog_topic.get(name) or f"{app}-{name}-changelog"
             if name in self.read_only_stores or topic in self.input_partitions:
                 continue
-            if callable(logging) and logging():
-                out[name] = topic
+            log_config = getattr(store_builder, "log_config", None)
+            policy = str(log_config().get("cleanup.policy", "")) if callable(log_config) else ""
+            if callable(getattr(store_builder, "retention_period", None)) or "delete" in policy:
+                continue
+            out[name] = topic
         return out
 
     def _task_stores(self, topology: ProcessorTopology) -> dict[str, StateStore] | None:
@@ -610,11 +619,12 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 
     State per task: ``meta`` (epoch, stream time, processor metadata, timer,
     changelog positions) and ``changelog``, a ``ListState`` for the stores
-    whose changelog is a source topic (read-only stores, KIP-813): one row
-    per micro-batch holding every changelog record the batch wrote for them,
-    appended with one call to Spark's state server (per-record state calls
-    are JVM round trips, ~0.1-0.5 ms each), replaced by the latest record
-    per key every ``COMPACT_AFTER_ROWS`` batches (task_state.py). Every other logged
+    not restored from their topic (TopologySpec.topic_changelogs: read-only,
+    window and session stores): one row per micro-batch holding every
+    changelog record the batch wrote for them, appended with one call to
+    Spark's state server (per-record state calls are JVM round trips,
+    ~0.1-0.5 ms each), replaced by the latest record per key every
+    ``COMPACT_AFTER_ROWS`` batches (task_state.py). Every other logged
     store's changelog is its topic; ``meta`` holds where the task's writes
     to it reached when the batch committed (store_restore.py).
 
@@ -808,8 +818,9 @@ def _split_changelog(
     """(records for Kafka, changelog entries (store, key, value, timestamp) for the task's Spark
     state). Changelog records go to Kafka, to the stores' changelog topics: the source of truth
     a task rebuilt elsewhere restores from (``topic_restored``; the ones written are added to
-    ``written``), and what interactive queries' replicas read (replica.py). A store whose
-    changelog is a source topic (a read-only store) keeps its changelog in the task's state."""
+    ``written``), and what interactive queries' replicas read (replica.py). The other stores
+    (TopologySpec.topic_changelogs) keep their changelog in the task's state too; a read-only
+    store's records go nowhere else (its changelog is its source topic)."""
     emitted: list[OutputRecord] = []
     changelog: list[_Entry] = []
     stores = spec.changelog_topics
