@@ -25,13 +25,23 @@ def spec_from_argv() -> dict[str, Any]:
     return dict(json.loads(sys.argv[1]))
 
 
-def wait_for_stop(on_stop: Callable[[], None] | None = None, *, background: bool = False) -> None:
-    """Block until the harness says stop; with ``background``, call ``on_stop`` from a thread instead."""
+def wait_for_stop(
+    on_stop: Callable[[], None] | None = None,
+    *,
+    background: bool = False,
+    on_line: Callable[[str], None] | None = None,
+) -> None:
+    """Block until the harness says stop; with ``background``, call ``on_stop`` from a thread instead.
+
+    Any other line goes to ``on_line`` (bench.state_at_scale asks for the start time with ``first``
+    while the system keeps running, to kill it -9 afterwards)."""
 
     def _wait() -> None:
         for line in sys.stdin:
             if line.strip() == "stop":
                 break
+            if on_line is not None:
+                on_line(line.strip())
         if on_stop is not None:
             on_stop()
 

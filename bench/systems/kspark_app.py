@@ -10,6 +10,7 @@ module because Spark's Python workers import them by name.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -91,18 +92,26 @@ def main() -> None:
     }
     app = KafkaStreams(build(spec), config)
     app.start()
-    wait_for_stop()
-    spark = SparkSession.getActiveSession()
-    queries = list(spark.streams.active) if spark is not None else []
-    # kspark's stages write output while their micro-batch runs; the batch (its state
-    # commit) may end after the last output record, and Spark reports a batch's start
-    # only when it ends.
-    deadline = time.monotonic() + 600
-    while first_input_ms(queries) == 0 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    result = {"first_input_ms": first_input_ms(queries), "batches": batches(queries)}
+
+    def result() -> dict[str, Any]:
+        spark = SparkSession.getActiveSession()
+        queries = list(spark.streams.active) if spark is not None else []
+        # kspark's stages write output while their micro-batch runs; the batch (its state
+        # commit) may end after the last output record, and Spark reports a batch's start
+        # only when it ends.
+        deadline = time.monotonic() + 600
+        while first_input_ms(queries) == 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return {"first_input_ms": first_input_ms(queries), "batches": batches(queries)}
+
+    def on_line(line: str) -> None:
+        if line == "first":  # the report without stopping (bench.state_at_scale)
+            print("FIRST " + json.dumps(result()), flush=True)
+
+    wait_for_stop(on_line=on_line)
+    final = result()
     app.close()
-    report(**result)
+    report(**final)
 
 
 if __name__ == "__main__":
