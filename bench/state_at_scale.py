@@ -582,9 +582,15 @@ class Runner:
         if found is not None:
             # kspark: its micro-batches since the restart (Spark's duration breakdown); Kafka Streams:
             # when each store partition's restore began and ended (its restore listener).
+            # Kafka Streams processes a task once its own stores are restored: the marker's task can
+            # finish before the other, so ask until every started restore has ended.
             live = self._first_input_live(new[0])
-            result["batches"] = live.get("batches")
             events = live.get("restore_events") or []
+            until = time.monotonic() + self.args.restore_timeout
+            while _restoring(events) and time.monotonic() < until:
+                time.sleep(1.0)
+                events = events + (self._first_input_live(new[0]).get("restore_events") or [])
+            result["batches"] = live.get("batches")
             result["restore_events"] = events
             starts = [e["ms"] for e in events if e["event"] == "start"]
             ends = [e["ms"] for e in events if e["event"] == "end"]
@@ -592,6 +598,26 @@ class Runner:
                 result["restore_began_s"] = round(min(starts) / 1000 - launched, 1)
                 result["restore_seconds"] = round((max(ends) - min(starts)) / 1000, 1)
                 result["restored_records"] = sum(e.get("records", 0) for e in events if e["event"] == "end")
+                result["restore_seconds_by_partition"] = {
+                    str(e["partition"]): round(
+                        (
+                            e["ms"]
+                            - next(
+                                s["ms"]
+                                for s in events
+                                if s["event"] == "start"
+                                and s["partition"] == e["partition"]
+                                and s["store"] == e["store"]
+                            )
+                        )
+                        / 1000,
+                        1,
+                    )
+                    for e in events
+                    if e["event"] == "end"
+                }
+                if _restoring(events):
+                    result["restore_unfinished"] = sorted(_restoring(events))
         result["memory"] = sampler.stop()
         if found is None:
             result.setdefault("error", f"no marker output within {self.args.restore_timeout} s")
@@ -680,13 +706,21 @@ def tables(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _restoring(events: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """(store, partition) whose restore began and has not ended (Kafka Streams' listener events)."""
+    began = {(e["store"], e["partition"]) for e in events if e["event"] == "start"}
+    return began - {(e["store"], e["partition"]) for e in events if e["event"] == "end"}
+
+
 def _restore_detail(r: dict[str, Any]) -> str:
     if "restore_seconds" in r:
         # The gap before the restore is the consumer group waiting out the killed member's session
         # (session.timeout.ms, 45 s by default) before it hands its partitions to the new one.
+        unfinished = f"; unfinished {r['restore_unfinished']}" if r.get("restore_unfinished") else ""
         return (
             f"restore began {r['restore_began_s']} s after launch, took {r['restore_seconds']} s "
-            f"({r['restored_records']:,} records); marker out "
+            f"({r['restored_records']:,} records; by partition {r['restore_seconds_by_partition']} s"
+            f"{unfinished}); marker out "
             f"{round(r['seconds'] - r['restore_began_s'], 1)} s after the restore began"
         )
     batches = r.get("batches") or []
