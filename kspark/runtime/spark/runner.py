@@ -60,7 +60,6 @@ from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_p
 from kspark.runtime.spark.replica import StoreReplicas, create_changelog_topics, store_homes
 from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
-from kspark.runtime.spark.store_restore import scratch_dir
 from kspark.runtime.spark.tasks import (
     TASK_INPUT_COLUMN,
     StatelessStage,
@@ -618,9 +617,7 @@ class SparkRunner:
         would keep what a read pulled through it, and miss the restores below it)."""
         spec = self._spec(subtopology, False, False)
         uncached = dataclasses.replace(spec, config={**spec.config, "statestore.cache.max.bytes": 0})
-        # Filled from the changelogs whenever made: its on-disk stores need no checkpoint.
-        directory = scratch_dir(spec.config, f"replica-{spec.instance}-{subtopology}_{partition}")
-        return uncached.build_task(partition, state_dir=directory)
+        return uncached.build_task(partition)
 
     def await_replicas(self, timeout_s: float = 30.0) -> None:
         """Wait until Spark's progress of every batch run so far reached the replicas (its events

@@ -56,6 +56,7 @@ from kspark.runtime.spark.store_restore import (
     TaskDirectory,
     changelog_ends,
     restore_stores,
+    scratch_dir,
     store_root,
 )
 from kspark.runtime.spark.task_commit import TaskCommit, transactional_id
@@ -188,10 +189,16 @@ class TopologySpec:
         state_dir: str | None = None,
     ) -> StreamTask:
         """The task ``<sub-topology>_<partition>``, initialised; its persistent stores open in
-        ``state_dir`` (a task directory, store_restore.py)."""
+        ``state_dir`` (a task directory, store_restore.py), or, for a task whose stores nothing
+        restores (a stateless or native stage's, an interactive-query replica's: filled anew
+        whenever built), in a scratch directory of this process (never the temporary directory,
+        which a Spark worker ended with ``os._exit`` would leave behind)."""
         builder = self.topology.internal_builder
         nodes = builder.node_groups()[self.subtopology]
         topology = builder.build_topology(nodes)
+        if state_dir is None and topology.state_store_builders:
+            scratch = f"task-{self.instance}-{self.subtopology}_{partition}-{next(_SCRATCH_TASKS)}"
+            state_dir = scratch_dir(self.config, scratch)
         task = StreamTask(
             f"{self.subtopology}_{partition}",
             topology,
@@ -282,6 +289,9 @@ class WarmTask:
 # Keyed by (application.id, run instance, sub-topology, partition).
 _WARM: dict[tuple[str, str, int, int], WarmTask] = {}
 _WARM_LOCK = threading.Lock()
+
+_SCRATCH_TASKS = itertools.count()
+"""Numbers the scratch directories of this process's tasks (two builds never share one)."""
 
 
 def _warm_key(spec: TopologySpec, partition: int) -> tuple[str, str, int, int]:

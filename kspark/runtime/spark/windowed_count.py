@@ -61,7 +61,6 @@ from kspark.kstream.windowed import TimeWindow
 from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.spark.kafka_io import HeaderReader
 from kspark.runtime.spark.shuffle import task_of
-from kspark.runtime.spark.store_restore import scratch_dir
 from kspark.runtime.spark.task_state import (
     Latest,
     TaskMeta,
@@ -161,11 +160,7 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
             return meta, warm
         counts = restored_changelog(self._changelog, meta)
         self._forget_closed(counts, meta.stream_time)
-        # The task only forwards; its stores (if any) are rebuilt whole with it.
-        directory = scratch_dir(
-            self.spec.config, f"windowed-{self.spec.instance}-{self.spec.subtopology}_{partition}"
-        )
-        return meta, WarmTask(meta.epoch, self.spec.build_task(partition, state_dir=directory), counts)
+        return meta, WarmTask(meta.epoch, self.spec.build_task(partition), counts)
 
     def _forget_closed(self, counts: Latest, stream_time: int) -> None:
         """Drop the windows no record can reach any more (they would be dropped as expired)."""
