@@ -260,9 +260,11 @@ _DEFS: dict[str, ConfigDef] = {
         runners=(SPARK,),
         shown_default="`kafka-streams` in the system's temporary directory",
         doc="Where an application keeps its local state: `state.dir/<application.id>/` holds the "
-        "Spark checkpoints (input offsets and state), the interactive-query replicas' last "
-        "committed batch and `kspark run`'s log file. On a cluster it must be storage that every "
-        "node and a restarted driver reach (docs/cluster.md). `kspark reset` and "
+        "Spark checkpoints (input offsets and state), the tasks' on-disk stores (`tasks/`, on each "
+        "executor; for a `state.dir` on HDFS or S3 they go to the executor's local directory), the "
+        "interactive-query replicas' last committed batch and `kspark run`'s log file. On a "
+        "cluster it must be storage that every node and a restarted driver reach "
+        "(docs/cluster.md). `kspark reset` and "
         "`KafkaStreams.cleanup()` delete the application's directory.",
     ),
     "acceptable.recovery.lag": _d(
@@ -457,8 +459,9 @@ _DEFS: dict[str, ConfigDef] = {
         "str",
         "rocksDB",
         choices=("rocksDB", "in_memory"),
-        doc="Kafka Streams: the kind of store the DSL builds. kspark's DSL stores keep Kafka's "
-        "persistent stores' semantics and live in memory.",
+        doc="Kafka Streams: the kind of store the DSL builds. `rocksDB`: key-value stores in RocksDB "
+        "on disk, window and session stores in memory with the RocksDB stores' retention rules "
+        "(docs/state-and-guarantees.md).",
     ),
     "dsl.store.suppliers.class": _d("any", doc="Kafka Streams: the store suppliers the DSL uses."),
     "default.client.supplier": _d("any", doc="Kafka Streams: a factory of its Kafka clients."),
@@ -502,7 +505,11 @@ _DEFS: dict[str, ConfigDef] = {
         doc=_client("the wait before a failed request is retried"),
     ),
     "request.timeout.ms": _d("int", 40_000, at_least=0, doc=_client("how long a request may take")),
-    "rocksdb.config.setter": _d("any", doc="Kafka Streams: tunes its RocksDB stores. kspark has none."),
+    "rocksdb.config.setter": _d(
+        "any",
+        doc="Kafka Streams: tunes its RocksDB stores. Not honoured: kspark's RocksDB stores use Kafka "
+        "Streams' default options.",
+    ),
     "send.buffer.bytes": _d("int", 128 * 1024, at_least=-1, doc=_client("the TCP send buffer")),
     "state.cleanup.delay.ms": _d(
         "long", 600_000, doc="Kafka Streams: when the state of tasks that moved away is deleted."

@@ -232,7 +232,7 @@ class TopologySpec:
             if name in self.read_only_stores or topic in self.input_partitions:
                 continue
             log_config = getattr(store_builder, "log_config", None)
-            policy = str(log_config().get("cleanup.policy", "")) if callable(log_config) else ""
+            policy = str(log_config().get(_CLEANUP_POLICY, "")) if callable(log_config) else ""
             if callable(getattr(store_builder, "retention_period", None)) or "delete" in policy:
                 continue
             out[name] = topic
@@ -289,6 +289,9 @@ class WarmTask:
 # Keyed by (application.id, run instance, sub-topology, partition).
 _WARM: dict[tuple[str, str, int, int], WarmTask] = {}
 _WARM_LOCK = threading.Lock()
+
+_CLEANUP_POLICY = "cleanup.policy"
+"""The topic setting a store's ``log_config`` may override (a topic setting, not a kspark one)."""
 
 _SCRATCH_TASKS = itertools.count()
 """Numbers the scratch directories of this process's tasks (two builds never share one)."""
