@@ -40,7 +40,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from kspark.errors import StreamsException
 from kspark.runtime.kafka_clients import librdkafka_security
@@ -221,6 +221,12 @@ class ChangelogReader:
                 "fetch.message.max.bytes": 16 * 1024 * 1024,
                 "fetch.max.bytes": 64 * 1024 * 1024,
                 "fetch.wait.max.ms": 10,
+                # librdkafka fetches ahead only while its queue holds fewer than queued.min.messages
+                # (100,000 by default): a restore, which drains 50,000 a call, then waits on the
+                # broker about half the time. Half a million (capped at 128 MB) keeps it fed: 2M
+                # records restored in 4.4 s instead of 11.0 s (bench/results/restore-prefetch.txt).
+                "queued.min.messages": 500_000,
+                "queued.max.messages.kbytes": 128 * 1024,
                 "auto.offset.reset": "earliest",
             }
         )
@@ -238,7 +244,7 @@ class ChangelogReader:
         """Apply the records of ``topic[partition]`` at offsets ``[start, end)`` in order, in chunks;
         returns how many. The partition must reach ``end``: one that ends before it was deleted or
         truncated under the application, and its state cannot be restored."""
-        from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         if end <= start:
             return 0
@@ -247,31 +253,17 @@ class ChangelogReader:
         last_progress = time.monotonic()
         try:
             while True:
-                records: RestoreRecords = []
+                messages = self.consumer.consume(chunk, 1.0)
+                # The common chunk (every message a record, all before ``end``) in one comprehension:
+                # this loop runs once per restored record. Keys are never null: brokers refuse
+                # keyless records on compacted topics, and every changelog is compacted.
+                records = cast(
+                    RestoreRecords,
+                    [(m.key(), m.value(), m.timestamp()[1]) for m in messages if m.error() is None],
+                )
                 done = False
-                for msg in self.consumer.consume(chunk, 1.0):
-                    error = msg.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            if (msg.offset() or 0) >= end:
-                                done = True
-                                break
-                            self._check_not_truncated(topic, partition, end)
-                            # A committed transaction's marker not written yet: its records become
-                            # readable when it is.
-                            time.sleep(0.05)
-                            continue
-                        raise StreamsException(f"Restoring from changelog {topic}[{partition}]: {error}")
-                    offset = msg.offset() or 0
-                    if offset >= end:
-                        done = True
-                        break
-                    key = msg.key()
-                    if key is not None:
-                        records.append((key, msg.value(), msg.timestamp()[1]))
-                    if offset >= end - 1:
-                        done = True
-                        break
+                if len(records) != len(messages) or (messages and (messages[-1].offset() or 0) >= end - 1):
+                    records, done = self._up_to(messages, topic, partition, end)
                 if records:
                     apply(records)
                     restored += len(records)
@@ -285,6 +277,34 @@ class ChangelogReader:
                     )
         finally:
             self.consumer.unassign()
+
+    def _up_to(
+        self, messages: list[Any], topic: str, partition: int, end: int
+    ) -> tuple[RestoreRecords, bool]:
+        """A chunk that meets an event (an error, the partition's end) or the committed position:
+        its records before ``end``, and whether the restore is done."""
+        from confluent_kafka import KafkaError
+
+        records: RestoreRecords = []
+        for msg in messages:
+            error = msg.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise StreamsException(f"Restoring from changelog {topic}[{partition}]: {error}")
+                if (msg.offset() or 0) >= end:
+                    return records, True
+                self._check_not_truncated(topic, partition, end)
+                # A committed transaction's marker not written yet: its records become readable
+                # when it is.
+                time.sleep(0.05)
+                continue
+            offset = msg.offset() or 0
+            if offset >= end:
+                return records, True
+            records.append((msg.key(), msg.value(), msg.timestamp()[1]))
+            if offset >= end - 1:
+                return records, True
+        return records, False
 
     def _check_not_truncated(self, topic: str, partition: int, end: int) -> None:
         log_end = self._log_end(topic, partition) if self._log_end is not None else end

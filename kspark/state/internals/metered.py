@@ -185,10 +185,13 @@ class _MeteredStore(StateStore):
         else:
             target.restore((k, v) for k, v, _ in records)
         layer = self.wrapped
+        keys: list[bytes] | None = None
         while layer is not target:
             restored_keys = getattr(type(layer), "restored_keys", None)
             if callable(restored_keys):
-                restored_keys(layer, [k for k, v, _ in records if v is not None])
+                if keys is None:
+                    keys = [k for k, v, _ in records if v is not None]
+                restored_keys(layer, keys)
             layer = layer.wrapped
 
     def flush(self) -> None:
