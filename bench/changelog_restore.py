@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
                 store = RocksDBKeyValueStore("table")
                 store.init(_Context(state_dir), store)  # type: ignore[arg-type]
 
-                def apply(records: RestoreRecords) -> None:
+                def apply(records: RestoreRecords, store: RocksDBKeyValueStore = store) -> None:
                     store.restore([(k, None if v is None else pack(ts) + v) for k, v, ts in records])
 
                 began, cpu = time.monotonic(), time.process_time()
