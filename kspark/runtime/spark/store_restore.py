@@ -47,6 +47,7 @@ from kspark.runtime.kafka_clients import librdkafka_security
 from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import consumer_config
 from kspark.runtime.spark.warm_pool import WarmPool
+from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR
 
 __all__ = [
     "scratch_dir",
@@ -180,12 +181,19 @@ class TaskDirectory:
             json.dump(dict(positions), fh, sort_keys=True)
         os.replace(path + ".tmp", path)
 
-    def wipe(self) -> None:
-        """Drop the stores kept here (before they are opened): they restore from the changelogs."""
-        self.mark_dirty()
-        stores = os.path.join(self.path, "rocksdb")
-        if os.path.isdir(stores):
-            shutil.rmtree(stores)
+    def wipe(self, stores: Iterable[str] | None = None) -> None:
+        """Drop the stores kept here, or only ``stores`` (before they are opened): they restore
+        from the changelogs."""
+        root = os.path.join(self.path, DB_FILE_DIR)
+        if stores is None:
+            self.mark_dirty()
+            if os.path.isdir(root):
+                shutil.rmtree(root)
+            return
+        for name in stores:
+            path = os.path.join(root, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
 
     def release(self) -> None:
         """Let another process take the directory (the task's stores are closed)."""

@@ -238,6 +238,14 @@ class TopologySpec:
             out[name] = topic
         return out
 
+    def replayed_stores(self) -> set[str]:
+        """The task's logged stores restored whole from its Spark state (TaskStage), not from a
+        changelog topic: a local copy of one is never reused (it may hold writes of a batch
+        Spark did not commit, which no checkpoint of topic positions can tell)."""
+        builder = self.topology.internal_builder
+        topology = builder.build_topology(builder.node_groups()[self.subtopology])
+        return set(self.changelog_topics.values()) - set(self.topic_changelogs(topology))
+
     def _task_stores(self, topology: ProcessorTopology) -> dict[str, StateStore] | None:
         """The task's stores, a read-only store's built with logging on under the changelog name
         its sub-topology would give it. Kafka restores a read-only store from its source topic;
@@ -679,6 +687,8 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         if local is None or any(offset > meta.positions.get(t, 0) for t, offset in local.items()):
             directory.wipe()
             local = {}
+        else:
+            directory.wipe(spec.replayed_stores())
         directory.mark_dirty()
         task = spec.build_task(partition, meta.processor_metadata, state_dir=directory.path)
         callbacks = task.context.restore_callbacks

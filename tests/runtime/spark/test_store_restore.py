@@ -15,6 +15,7 @@ import pytest
 from kspark import Consumed, KafkaStreams, Materialized, Produced, StreamsBuilder, Topology
 from kspark.dev.kafka import LocalKafka
 from kspark.errors import StreamsException
+from kspark.processor import Processor, ProcessorContext, Record
 from kspark.runtime.spark.store_restore import (
     CHECKPOINT,
     ChangelogReader,
@@ -177,3 +178,66 @@ def test_a_restart_restores_from_local_state_or_from_the_changelog_when_it_is_go
     # is at the changelog's end.
     tasks = tmp_path / "state" / app / "tasks"
     assert {changelog: 6} in [json.loads(p.read_text()) for p in tasks.glob(f"0_0*/{CHECKPOINT}")]
+
+
+class _TableUpdater(Processor[str, str]):
+    def init(self, context: ProcessorContext) -> None:
+        self.store: Any = context.get_state_store("table")
+
+    def process(self, record: Record[str, str]) -> None:
+        self.store.put(record.key, record.value)
+
+
+def _read_only_table() -> Topology:
+    """A persistent read-only store (KIP-813) fed by its topic: restored from the task's Spark
+    state (its topic is its changelog), not from a changelog topic."""
+    topo = Topology()
+    store = Stores.key_value_store_builder(Stores.persistent_key_value_store("table"), S, S)
+    topo.add_read_only_state_store(store, "table-src", None, S, S, "table-topic", "update", _TableUpdater)
+    return topo
+
+
+def test_a_store_restored_from_spark_state_never_keeps_a_local_row_spark_did_not_commit(
+    tmp_path: Path,
+) -> None:
+    from rocksdict import Options, Rdict
+
+    from kspark.runtime.spark.task_state import TaskMeta, fold_changelog, persist_changelog
+    from kspark.runtime.spark.tasks import TaskGroup, TaskStage, TopologySpec
+    from kspark.state.internals.metered import innermost
+    from tests.runtime.spark.state_fakes import ListStateLike
+
+    spec = TopologySpec(
+        _read_only_table(),
+        {"application.id": "replayed", "bootstrap.servers": "unused:9092"},
+        0,
+        {"replayed-table-changelog": "table"},
+        "instance",
+        {},
+        input_partitions={"table-topic": 1},
+        read_only_stores=frozenset({"table"}),
+    )
+    assert spec.replayed_stores() == {"table"}
+    stage = TaskStage(TaskGroup((spec,), (0,), (1,)), spill_rows=1_000)
+    # Spark's committed state: the table holds u1 only.
+    stage._changelog = ListStateLike()
+    entries = [("table", b"u1", b"gold", 1)]
+    latest: dict[Any, Any] = {}
+    fold_changelog(latest, entries)
+    meta = TaskMeta(epoch=1, changelog_rows=persist_changelog(stage._changelog, 0, latest, entries))
+    # On this machine's disk: the row of a batch that ended in this worker (its checkpoint, of no
+    # topic positions, written) but that Spark did not commit.
+    directory = TaskDirectory.claim(str(tmp_path), "0_0")
+    db = Rdict(str(tmp_path / "0_0" / "rocksdb" / "table"), Options(raw_mode=True))
+    db[b"u2"] = b"ghost"
+    db.close()
+    directory.write_checkpoint({})
+
+    task, _ = stage._rebuilt(spec, 0, meta, directory)
+    try:
+        store = innermost(task.stores["table"])
+        assert store.get(b"u2") is None
+        assert store.get(b"u1") == b"gold"
+    finally:
+        task.close()
+        directory.release()
