@@ -9,14 +9,20 @@ task has no state directory (the TopologyTestDriver); see
 :mod:`kspark.state.internals.rocksdb_key_value_store`. It answers as the
 in-memory one does, except that its iterators read a snapshot of keys *and*
 values (Kafka's RocksDB iterators), where the in-memory store's read values
-live. The other stores live in memory and report ``persistent()`` as asked,
-so topology descriptions and metadata match Kafka Streams. Persistent window
-and session stores follow Kafka's RocksDB stores' *segmented* retention (segments of
-``max(retention / 2, 60_000)`` ms; a late put is kept while its segment is
-live, see :mod:`kspark.state.internals.segmented_stores`), the in-memory
-ones Kafka's in-memory rules. One visible difference remains: a persistent
-session store scans several keys in the in-memory store's order (session
-end, then key) rather than RocksDB's segment order.
+live. Persistent window and session stores (``persistent_window_store``,
+``persistent_timestamped_window_store``, ``persistent_session_store`` and the
+DSL's windowed, session and stream-stream join stores) are RocksDB databases
+too, one per time segment of ``max(retention / 2, 60_000)`` ms, in
+``<task state dir>/rocksdb/<store name>/<store name>.<segment start>``, with
+Kafka's *segmented* retention (a late put is kept while its segment is live;
+expired segments are deleted from disk) and Kafka's RocksDB scan order
+(segment, then key bytes, then time); see
+:mod:`kspark.state.internals.rocksdb_segments`. The in-memory ones follow
+Kafka's in-memory rules. The time-ordered stores of emit-on-window-close
+aggregations keep the segmented rules in memory
+(:mod:`kspark.state.internals.time_ordered_stores`). The other stores live in
+memory and report ``persistent()`` as asked, so topology descriptions and
+metadata match Kafka Streams.
 """
 
 from __future__ import annotations

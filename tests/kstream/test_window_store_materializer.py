@@ -16,7 +16,8 @@ import pytest
 from kspark import Materialized, Produced, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
 from kspark.kstream.windows import EmitStrategy
 from kspark.state import Stores
-from kspark.state.internals.segmented_stores import SegmentedSessionStore, SegmentedWindowStore
+from kspark.state.internals.rocksdb_session_store import RocksDBSessionStore
+from kspark.state.internals.rocksdb_window_store import RocksDBWindowStore
 from kspark.state.internals.time_ordered_stores import TimeOrderedSessionStore, TimeOrderedWindowStore
 
 
@@ -32,11 +33,11 @@ def _store_builder(windows: Any, final: bool, materialized: Materialized | None 
 @pytest.mark.parametrize(
     ("windows", "final", "store_type", "caching"),
     [
-        (TimeWindows.of_size_and_grace(10, 5), False, SegmentedWindowStore, True),
+        (TimeWindows.of_size_and_grace(10, 5), False, RocksDBWindowStore, True),
         (TimeWindows.of_size_and_grace(10, 5), True, TimeOrderedWindowStore, True),
-        (SlidingWindows.of_time_difference_and_grace(10, 5), False, SegmentedWindowStore, True),
+        (SlidingWindows.of_time_difference_and_grace(10, 5), False, RocksDBWindowStore, True),
         (SlidingWindows.of_time_difference_and_grace(10, 5), True, TimeOrderedWindowStore, False),
-        (SessionWindows.of_inactivity_gap_and_grace(10, 5), False, SegmentedSessionStore, True),
+        (SessionWindows.of_inactivity_gap_and_grace(10, 5), False, RocksDBSessionStore, True),
         (SessionWindows.of_inactivity_gap_and_grace(10, 5), True, TimeOrderedSessionStore, False),
     ],
 )

@@ -18,12 +18,9 @@ from kspark.serde import Serdes
 from kspark.state import Stores
 from kspark.state.internals.in_memory_session_store import InMemorySessionStore
 from kspark.state.internals.in_memory_window_store import InMemoryWindowStore
-from kspark.state.internals.segmented_stores import (
-    SegmentedSessionStore,
-    SegmentedWindowStore,
-    default_segment_interval,
-    segment_id,
-)
+from kspark.state.internals.rocksdb_session_store import RocksDBSessionStore
+from kspark.state.internals.rocksdb_window_store import RocksDBWindowStore
+from kspark.state.internals.segmented_stores import default_segment_interval, segment_id
 
 from .conftest import FakeContext
 
@@ -54,12 +51,13 @@ def test_segment_id_is_java_long_division() -> None:
 
 
 def test_suppliers_make_segmented_stores_only_when_persistent() -> None:
-    assert type(Stores.persistent_window_store("w", 300_000, 10, False).get()) is SegmentedWindowStore
+    assert type(Stores.persistent_window_store("w", 300_000, 10, False).get()) is RocksDBWindowStore
     timestamped = Stores.persistent_timestamped_window_store("w", 300_000, 10, False).get()
-    assert timestamped.segment_interval == 150_000
+    assert isinstance(timestamped, RocksDBWindowStore) and timestamped.segment_interval == 150_000
     assert type(Stores.in_memory_window_store("w", 300_000, 10, False).get()) is InMemoryWindowStore
-    assert Stores.persistent_session_store("s", 20).get().segment_interval == 60_000
-    assert type(Stores.persistent_session_store("s", 20).get()) is SegmentedSessionStore
+    session = Stores.persistent_session_store("s", 20).get()
+    assert isinstance(session, RocksDBSessionStore) and session.segment_interval == 60_000
+    assert type(Stores.persistent_session_store("s", 20).get()) is RocksDBSessionStore
     assert type(Stores.in_memory_session_store("s", 20).get()) is InMemorySessionStore
 
 

@@ -37,11 +37,9 @@ from kspark.state.internals.metered import (
     _MeteredStore,
 )
 from kspark.state.internals.rocksdb_key_value_store import RocksDBKeyValueStore
-from kspark.state.internals.segmented_stores import (
-    SegmentedSessionStore,
-    SegmentedWindowStore,
-    default_segment_interval,
-)
+from kspark.state.internals.rocksdb_session_store import RocksDBSessionStore
+from kspark.state.internals.rocksdb_window_store import RocksDBWindowStore
+from kspark.state.internals.segmented_stores import default_segment_interval
 from kspark.state.internals.time_ordered_stores import TimeOrderedSessionStore, TimeOrderedWindowStore
 
 __all__ = [
@@ -126,7 +124,7 @@ class LruMapBytesStoreSupplier(KeyValueBytesStoreSupplier):
 
 
 class WindowBytesStoreSupplier:
-    """Makes window bytes stores (persistent: segmented retention, as Kafka's RocksDB store);
+    """Makes window bytes stores (persistent: RocksDB segments on disk, as Kafka's RocksDB store);
     validates sizes as Kafka's ``Stores`` does. ``time_ordered``: the store of an emit-on-close
     aggregation (Kafka's ``RocksDbIndexedTimeOrderedWindowBytesStoreSupplier``, always persistent)."""
 
@@ -161,7 +159,7 @@ class WindowBytesStoreSupplier:
         self.timestamped = timestamped or time_ordered
         self.time_ordered = time_ordered
 
-    def get(self) -> InMemoryWindowStore:
+    def get(self) -> InMemoryWindowStore | RocksDBWindowStore:
         if self.time_ordered:
             return TimeOrderedWindowStore(
                 self.name,
@@ -171,7 +169,7 @@ class WindowBytesStoreSupplier:
                 self.segment_interval_ms(),
             )
         if self.persistent:
-            return SegmentedWindowStore(
+            return RocksDBWindowStore(
                 self.name,
                 self._retention,
                 self._window_size,
@@ -198,7 +196,7 @@ class WindowBytesStoreSupplier:
 
 
 class SessionBytesStoreSupplier:
-    """Makes session bytes stores (persistent: segmented retention, as Kafka's RocksDB store).
+    """Makes session bytes stores (persistent: RocksDB segments on disk, as Kafka's RocksDB store).
     ``time_ordered``: the store of an emit-on-close aggregation (Kafka's
     ``RocksDbTimeOrderedSessionBytesStoreSupplier``, always persistent)."""
 
@@ -214,11 +212,11 @@ class SessionBytesStoreSupplier:
         self.persistent = persistent or time_ordered
         self.time_ordered = time_ordered
 
-    def get(self) -> InMemorySessionStore:
+    def get(self) -> InMemorySessionStore | RocksDBSessionStore:
         if self.time_ordered:
             return TimeOrderedSessionStore(self.name, self._retention, self.segment_interval_ms())
         if self.persistent:
-            return SegmentedSessionStore(self.name, self._retention, self.segment_interval_ms())
+            return RocksDBSessionStore(self.name, self._retention, self.segment_interval_ms())
         return InMemorySessionStore(self.name, self._retention)
 
     def retention_period(self) -> int:

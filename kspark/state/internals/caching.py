@@ -575,16 +575,22 @@ class CachingSessionStore(CachingLayer):
             for ck in self.named_cache.keys_in_range(low, high)
             if earliest_end <= ck[1] <= latest_end and ck[2] <= latest_start
         ]
+        # merged in the order of the store below: a RocksDB store's (segment, key, end, start), else
+        # the in-memory store's (end, key, then start descending)
+        order = getattr(self.wrapped, "iteration_order", None)
         return self._merge(
             below,
             lambda kv: (kv.key.key, kv.key.window.end, kv.key.window.start),
             cached,
             lambda ck, v: KeyValue(self._listener_key(ck), v),
-            # the in-memory session store's order: end, key, then start descending
-            lambda ck: (ck[1], ck[0], -ck[2]),
+            (lambda ck: order(ck[0], ck[2], ck[1])) if order is not None else _end_key_start_descending,
             reverse=not forward,
         )
 
 
 def _start_then_key(key: bytes, window_start: int) -> Any:
     return (window_start, key)
+
+
+def _end_key_start_descending(cache_key: tuple[bytes, int, int]) -> Any:
+    return (cache_key[1], cache_key[0], -cache_key[2])

@@ -26,12 +26,15 @@ rules, which differ from the in-memory stores' (``InMemoryWindowStore``,
 * Restore advances the observed time to the largest timestamp in the batch
   before it drops records of expired segments, without counting them.
 
-kspark keeps these stores in memory with the in-memory stores' layout. A
-window store's scans over several keys come back in RocksDB's order
-(segment, then key, then window start), which an emit-final aggregation over
-such a store shows; a session store's still follow the in-memory order
-(session end, then key), visible only to scans over several keys (interactive
-queries, the Processor API), never to a DSL operator.
+The persistent window and session stores are on disk
+(:mod:`kspark.state.internals.rocksdb_segments`). The classes here keep these
+rules in memory with the in-memory stores' layout: the time-ordered stores of
+emit-on-window-close aggregations build on them
+(:mod:`kspark.state.internals.time_ordered_stores`), and the on-disk stores'
+tests check their answers against them. A window store's scans over several
+keys come back in RocksDB's order (segment, then key, then window start); a
+session store's follow the in-memory order (session end, then key, then start
+descending), where the on-disk store's are RocksDB's.
 """
 
 from __future__ import annotations
