@@ -41,6 +41,9 @@ class _Context:
     def state_dir(self) -> str:
         return self._state_dir
 
+    def app_configs(self) -> dict[str, Any]:
+        return {}
+
 
 def main(argv: list[str] | None = None) -> None:
     from confluent_kafka import Producer

@@ -459,9 +459,10 @@ _DEFS: dict[str, ConfigDef] = {
         "str",
         "rocksDB",
         choices=("rocksDB", "in_memory"),
-        doc="Kafka Streams: the kind of store the DSL builds. `rocksDB`: key-value stores in RocksDB "
-        "on disk, window and session stores in memory with the RocksDB stores' retention rules "
-        "(docs/state-and-guarantees.md).",
+        doc="Kafka Streams: the kind of store the DSL builds. `rocksDB`: key-value, window and session "
+        "stores in RocksDB on disk (window and session stores one database per time segment; the "
+        "stores of emit-on-window-close aggregations in memory with the RocksDB stores' retention "
+        "rules) (docs/state-and-guarantees.md).",
     ),
     "dsl.store.suppliers.class": _d("any", doc="Kafka Streams: the store suppliers the DSL uses."),
     "default.client.supplier": _d("any", doc="Kafka Streams: a factory of its Kafka clients."),
@@ -506,9 +507,13 @@ _DEFS: dict[str, ConfigDef] = {
     ),
     "request.timeout.ms": _d("int", 40_000, at_least=0, doc=_client("how long a request may take")),
     "rocksdb.config.setter": _d(
-        "any",
-        doc="Kafka Streams: tunes its RocksDB stores. Not honoured: kspark's RocksDB stores use Kafka "
-        "Streams' default options.",
+        "rocksdb_setter",
+        runners=BOTH,
+        doc="Tunes the RocksDB options of persistent stores, as in Kafka Streams: a "
+        "`kspark.state.RocksDBConfigSetter` subclass (one instance per database), an instance, or a "
+        "function `(store_name, options, configs) -> None` that changes the `rocksdict.Options` in "
+        "place before each store's (or window segment's) database opens. On Spark it runs in the "
+        "executors, so it must be importable or picklable there.",
     ),
     "send.buffer.bytes": _d("int", 128 * 1024, at_least=-1, doc=_client("the TCP send buffer")),
     "state.cleanup.delay.ms": _d(
@@ -626,6 +631,10 @@ def _check(key: str, value: Any, d: ConfigDef) -> Any:
         from kspark.processor.internals.exception_handlers import resolve_exception_handler
 
         resolve_exception_handler(value, key)
+    elif kind == "rocksdb_setter":
+        from kspark.state.rocksdb_config_setter import resolve_config_setter
+
+        resolve_config_setter(value)
     elif kind == "extractor":
         from kspark.processor.internals.timestamp_extractors import resolve_timestamp_extractor
 

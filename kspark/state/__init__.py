@@ -27,6 +27,7 @@ from kspark.state.dsl_store_suppliers import (
     DslWindowParams,
 )
 from kspark.state.queryable import QueryableStoreType, QueryableStoreTypes
+from kspark.state.rocksdb_config_setter import RocksDBConfigSetter
 from kspark.state.stores import Stores
 from kspark.state.versioned import VersionedKeyValueStore, VersionedRecord
 
@@ -51,4 +52,5 @@ __all__ = [
     "DslKeyValueParams",
     "DslWindowParams",
     "DslSessionParams",
+    "RocksDBConfigSetter",
 ]

@@ -40,6 +40,7 @@ _KINDS = {
     "serde": "Serde or name",
     "handler": "handler",
     "extractor": "timestamp extractor",
+    "rocksdb_setter": "RocksDBConfigSetter or function",
     "any": "any",
 }
 

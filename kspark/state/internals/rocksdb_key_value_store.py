@@ -14,7 +14,8 @@ is never closed, when it is garbage collected or the interpreter exits).
 The options are Kafka Streams' defaults (``RocksDBStore.openDB``): 16 MB write buffers, at most 3
 of them, 4 KB blocks with a bloom filter, universal compaction, no compression, plus a bounded
 16 MB LRU block cache per store (the size ``RocksDBConfigSetter``'s documentation bounds it to;
-Kafka's own default is 50 MB, too much for the many stores of one Spark executor). Unlike Kafka,
+Kafka's own default is 50 MB, too much for the many stores of one Spark executor), all of which
+the application's ``rocksdb.config.setter`` may change (:func:`tuned_options`). Unlike Kafka,
 which disables RocksDB's write-ahead log because its changelog topic is the durable copy, the
 WAL is on in a state directory: a runner reopens the same directory after a restart without
 restoring it from a changelog, so ``flush`` (every commit) syncs the WAL instead of writing the
@@ -53,6 +54,8 @@ from kspark.key_value import KeyValue
 from kspark.state.api import KeyValueIterator, StateStore
 from kspark.state.internals.in_memory_key_value_store import INVALID_RANGE_WARNING, increment_prefix
 from kspark.state.internals.iterators import PeekingKeyValueIterator, empty_iterator
+from kspark.state.rocksdb_config_setter import CONFIG as SETTER_CONFIG
+from kspark.state.rocksdb_config_setter import resolve_config_setter
 
 if TYPE_CHECKING:
     from kspark.processor.api import ProcessorContext
@@ -149,12 +152,37 @@ class RocksDBKeyValueIterator(PeekingKeyValueIterator[bytes, bytes]):
         self._on_close(self)
 
 
-def _shut_down(db: Rdict, iterators: weakref.WeakSet[RocksDBKeyValueIterator], temp_dir: str | None) -> None:
-    """Close the store's iterators, then the database, then remove a temporary directory. The
-    store's ``close`` and its finalizer (a store never closed) both come here, once."""
+def tuned_options(db_name: str, context: ProcessorContext) -> tuple[Options, Callable[[], None] | None]:
+    """The options of database ``db_name`` (a store's, or a segment's): :func:`_options` as the
+    application's ``rocksdb.config.setter`` changed them, and the setter's ``close`` for when the
+    database closes (None without a setter)."""
+    options = _options()
+    configs = context.app_configs()
+    factory = resolve_config_setter(configs.get(SETTER_CONFIG))
+    if factory is None:
+        return options, None
+    setter = factory()
+    try:
+        setter.set_config(db_name, options, configs)
+    except Exception as e:
+        raise ProcessorStateException(f"{SETTER_CONFIG} failed for store {db_name}: {e}") from e
+    return options, lambda: setter.close(db_name, options)
+
+
+def _shut_down(
+    db: Rdict,
+    iterators: weakref.WeakSet[RocksDBKeyValueIterator],
+    temp_dir: str | None,
+    close_setter: Callable[[], None] | None = None,
+) -> None:
+    """Close the store's iterators, then the database, then its options' setter, then remove a
+    temporary directory. The store's ``close`` and its finalizer (a store never closed) both
+    come here, once."""
     for iterator in list(iterators):
         iterator.close()
     db.close()
+    if close_setter is not None:
+        close_setter()
     if temp_dir is not None:
         shutil.rmtree(temp_dir)
 
@@ -200,15 +228,18 @@ class RocksDBKeyValueStore(StateStore):
             temp_dir = tempfile.mkdtemp(prefix="kspark-")
             state_dir = temp_dir
         path = os.path.join(state_dir, DB_FILE_DIR, self._name)
+        options, close_setter = tuned_options(self._name, context)
         try:
             os.makedirs(path, exist_ok=True)
-            db = Rdict(path, _options())
+            db = Rdict(path, options)
             if temp_dir is not None:
                 # nothing reopens a temporary directory: a WAL there would only halve put speed
                 no_wal = WriteOptions()
                 no_wal.disable_wal = True  # type: ignore[assignment]  # a property; the stubs say method
                 db.set_write_options(no_wal)
         except Exception as e:
+            if close_setter is not None:
+                close_setter()
             if temp_dir is not None:
                 shutil.rmtree(temp_dir, ignore_errors=True)  # ours, empty: the open error is the news
             raise ProcessorStateException(
@@ -219,7 +250,7 @@ class RocksDBKeyValueStore(StateStore):
         self._temp_dir = temp_dir
         self._context = context
         self._iterators = weakref.WeakSet()
-        self._finalizer = weakref.finalize(self, _shut_down, db, self._iterators, temp_dir)
+        self._finalizer = weakref.finalize(self, _shut_down, db, self._iterators, temp_dir, close_setter)
 
     def flush(self) -> None:
         db = self._db
