@@ -26,7 +26,7 @@ import pytest
 from kspark.errors import InvalidStateStoreException, ProcessorStateException
 from kspark.key_value import KeyValue
 from kspark.serde import Serdes
-from kspark.state import Stores
+from kspark.state import RocksDBConfigSetter, Stores
 from kspark.state.api import ValueAndTimestamp
 from kspark.state.internals.in_memory_key_value_store import INVALID_RANGE_WARNING
 from kspark.state.internals.metered import innermost
@@ -466,3 +466,28 @@ def test_persistent_suppliers_and_the_typed_layers_use_the_rocksdb_store(tmp_pat
     store.close()
     assert os.listdir(tmp_path / "rocksdb" / "t") == ["t.0"]
     assert segment_id(0, 60_000) == 0
+
+
+def test_the_config_setter_tunes_each_segment_by_name_and_is_closed_with_it() -> None:
+    calls: list[tuple[str, str]] = []
+
+    class Setter(RocksDBConfigSetter):
+        def set_config(self, store_name: str, options: Any, configs: Any) -> None:
+            calls.append(("set", store_name))
+
+        def close(self, store_name: str, options: Any) -> None:
+            calls.append(("close", store_name))
+
+    class SetterContext(DirContext):
+        def app_configs(self) -> dict[str, Any]:
+            return {"application.id": "app", "rocksdb.config.setter": Setter}
+
+    store = RocksDBWindowStore("w", 120_000, 10, False, 60_000)
+    store.init(SetterContext(None), store)
+    store.put(b"a", b"1", 5)
+    store.put(b"a", b"2", 60_000)
+    assert calls == [("set", "w.0"), ("set", "w.60000")]
+    store.put(b"a", b"3", 200_000)  # segment 0 expires: closed, with its setter
+    assert calls[2:] == [("set", "w.180000"), ("close", "w.0")]
+    store.close()
+    assert sorted(calls[4:]) == [("close", "w.180000"), ("close", "w.60000")]

@@ -51,7 +51,7 @@ from kspark.errors import InvalidStateStoreException, ProcessorStateException
 from kspark.key_value import KeyValue
 from kspark.state.api import StateStore
 from kspark.state.internals.iterators import PeekingKeyValueIterator
-from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR, _Cursor, _options
+from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR, _Cursor, tuned_options
 from kspark.state.internals.segmented_stores import segment_id
 
 if TYPE_CHECKING:
@@ -113,15 +113,18 @@ class KeyValueSegment:
     """One segment: a RocksDB database of ``store key bytes -> value bytes``."""
 
     def __init__(
-        self, store_name: str, segment_id: int, name: str, path: str, task_id: str, wal: bool
+        self, store_name: str, segment_id: int, name: str, path: str, context: ProcessorContext, wal: bool
     ) -> None:
         self.id = segment_id
         self.name = name
         self.path = path
         self._store_name = store_name
+        task_id = context.task_id()
+        # the application's rocksdb.config.setter sees each segment, by its name, as in Kafka
+        options, self._close_setter = tuned_options(name, context)
         try:
             os.makedirs(path, exist_ok=True)
-            db = Rdict(path, _options())
+            db = Rdict(path, options)
             if not wal:
                 # a temporary directory is never reopened: a WAL there would only halve put speed
                 no_wal = WriteOptions()
@@ -216,6 +219,8 @@ class KeyValueSegment:
         for cursor in list(self._cursors):
             cursor.release()
         db.close()
+        if self._close_setter is not None:
+            self._close_setter()
 
     def destroy(self) -> None:
         """Delete the (closed) segment's directory."""
@@ -234,7 +239,7 @@ class KeyValueSegments:
         self.segment_interval = segment_interval
         self.segments: SortedDict = SortedDict()  # id -> KeyValueSegment
         self.directory = ""
-        self._task_id = ""
+        self._context: ProcessorContext | None = None
         self._wal = True
 
     def segment_id(self, timestamp: int) -> int:
@@ -255,7 +260,9 @@ class KeyValueSegments:
         if segment is None:
             name = self.segment_name(segment_id)
             path = os.path.join(self.directory, name)
-            segment = KeyValueSegment(self.store_name, segment_id, name, path, self._task_id, self._wal)
+            if self._context is None:
+                raise InvalidStateStoreException(f"Store {self.store_name} is not initialized.")
+            segment = KeyValueSegment(self.store_name, segment_id, name, path, self._context, self._wal)
             self.segments[segment_id] = segment
         return segment
 
@@ -266,11 +273,12 @@ class KeyValueSegments:
         self.cleanup_expired_segments(stream_time)
         return segment
 
-    def open_existing(self, directory: str, task_id: str, wal: bool, stream_time: int) -> None:
+    def open_existing(self, directory: str, context: ProcessorContext, wal: bool, stream_time: int) -> None:
         """Open the segments found in ``directory`` (created if missing), in id order."""
         self.directory = directory
-        self._task_id = task_id
+        self._context = context
         self._wal = wal
+        task_id = context.task_id()
         try:
             os.makedirs(directory, exist_ok=True)
             entries = os.listdir(directory)
@@ -449,7 +457,7 @@ class RocksDBSegmentedBytesStore(StateStore):
         path = os.path.join(state_dir, DB_FILE_DIR, self._name)
         segments = KeyValueSegments(self._name, self.retention_period, self.segment_interval)
         try:
-            segments.open_existing(path, task_id, temp_dir is None, self._observed_stream_time)
+            segments.open_existing(path, context, temp_dir is None, self._observed_stream_time)
         except BaseException:
             segments.close()
             if temp_dir is not None:
