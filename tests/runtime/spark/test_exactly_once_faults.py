@@ -2,8 +2,8 @@
 
 eos_app.py's topologies (direct read, native count, engine tasks with a store,
 a repartition topic, a native windowed count) run continuously under
-exactly_once_v2 while input flows; the broker is stopped for ten seconds and
-started again. The application either recovers by itself or stops with an
+exactly_once_v2 while input flows; the broker is stopped for thirty seconds
+(longer than the clients' 30 s request timeouts) and started again. The application either recovers by itself or stops with an
 error and is started again (both are Kafka Streams behaviours); either way,
 once it has caught up, the outputs hold every input exactly once.
 """
@@ -59,7 +59,7 @@ def test_a_broker_restart_during_an_exactly_once_run(spark: Any, tmp_path: Path)
             while _committed_batches(app) < 3 and time.monotonic() < deadline:
                 time.sleep(0.5)
             assert _committed_batches(app) >= 3, "no micro-batch committed before the broker restart"
-            kafka.restart(down_seconds=10.0)
+            kafka.restart(down_seconds=30.0)
             time.sleep(10)
             producer.stop.set()
             producer.join()
