@@ -21,6 +21,7 @@ from . import (
     ported_versioned,
     ported_windows,
     reference,
+    rocksdb_scans,
 )
 
 __all__ = ["CATALOG", "BY_NAME", "MODULES"]
@@ -39,6 +40,7 @@ MODULES = (
     ported_fk_joins,
     ported_versioned,
     ported_stores,
+    rocksdb_scans,
 )
 
 CATALOG: list[Scenario] = [s for module in MODULES for s in module.SCENARIOS]

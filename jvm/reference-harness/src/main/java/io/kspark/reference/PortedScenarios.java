@@ -23,5 +23,6 @@ final class PortedScenarios {
         PortedTransformValues.register(m);
         PortedVersioned.register(m);
         PortedStores.register(m);
+        RocksDBScans.register(m);
     }
 }
