@@ -57,6 +57,7 @@ from kspark.runtime.spark.kafka_io import (
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
 from kspark.runtime.spark.metrics import CLIENT_GROUP, ProgressListener, lag_metrics, thread_metrics
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
+from kspark.runtime.spark.pyfiles import shipped_python_path
 from kspark.runtime.spark.replica import StoreReplicas, create_changelog_topics, store_homes
 from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
@@ -635,7 +636,8 @@ class SparkRunner:
     def start_query(self, query: QueryPlan, *, available_now: bool) -> StreamingQuery:
         if self.settings.max_offsets_per_trigger is not None and query.max_offsets_per_trigger is None:
             _log.warning("spark.kspark.maxOffsetsPerTrigger is ignored for %s: %s", query.name, query.cap)
-        stage, tail = self._stage(query, continuous=not available_now)
+        with shipped_python_path(self.spark):  # for the Python workers Spark starts on the driver
+            stage, tail = self._stage(query, continuous=not available_now)
         try:
             self.progress.attach(self.spark)
         except Exception as e:  # a session without Python listeners: the application runs, unmeasured
