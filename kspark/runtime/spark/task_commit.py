@@ -169,6 +169,12 @@ COMMITTED_TIMEOUT_S = 60.0
 """How long a task keeps asking for its group's committed offsets while the answer is an error
 that clears by itself (Java's ``default.api.timeout.ms``)."""
 
+WARM_COMMITTED_TIMEOUT_S = 5.0
+"""The same wait for a task that has a warm producer: offsets that stay unstable that long are
+held by a transaction a newer producer of the task's ``transactional.id`` left open (an attempt on
+an executor that was lost); they stay so until a producer claims the id's epoch, which aborts it,
+or the transaction times out. So the task makes a new producer rather than wait."""
+
 
 class _MarkerReader:
     """Reads and describes the ``<application.id>`` group's committed offsets (never subscribes)."""
@@ -189,9 +195,9 @@ class _MarkerReader:
         )
 
     def committed(
-        self, partitions: Sequence[tuple[str, int]]
+        self, partitions: Sequence[tuple[str, int]], timeout_s: float = COMMITTED_TIMEOUT_S
     ) -> dict[tuple[str, int], tuple[int, str | None]]:
-        got = committed_offsets(self.consumer, partitions, COMMITTED_TIMEOUT_S)
+        got = committed_offsets(self.consumer, partitions, timeout_s)
         return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in got}
 
     def close(self) -> None:
@@ -277,7 +283,15 @@ class TaskCommit:
             txn = TRANSACTIONAL.borrow(
                 self._key, lambda: _TransactionalProducer(self.producer_config, self.transactional_id)
             )
-            committed = reader.committed(self.input_partitions)
+            try:
+                committed = reader.committed(
+                    self.input_partitions, COMMITTED_TIMEOUT_S if fresh else WARM_COMMITTED_TIMEOUT_S
+                )
+            except StreamsException as e:
+                if fresh:
+                    raise
+                _LOG.info("%s: %s; taking the task back with a new producer", self.transactional_id, e)
+                continue  # dropped: the next borrow makes a new producer, which claims the epoch
             if any(parse_marker(meta) == self._batch for _, meta in committed.values()):
                 # Kafka committed this batch's writes; Spark had not committed the batch.
                 TRANSACTIONAL.give_back(self._key, txn)

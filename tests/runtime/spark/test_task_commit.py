@@ -187,3 +187,40 @@ def test_reading_the_marker_fails_at_once_on_an_error_that_stays(monkeypatch: py
     with pytest.raises(StreamsException, match=r"committed offsets of in\[0\].*GROUP_AUTHORIZATION"):
         reader.committed([("in", 0)])
     assert reader.consumer.calls == 1
+
+
+def test_a_lost_executors_open_transaction_does_not_hold_up_a_warm_producer(
+    kafka: LocalKafka, topic_factory: Callable[..., str], batch: Callable[[int], None]
+) -> None:
+    """An attempt on an executor that was then lost claimed the id's epoch and left a transaction
+    open, its offsets unstable; this worker's warm producer of the id takes the task back with a
+    new producer at once rather than wait a minute for the offsets (test_standalone_cluster.py)."""
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    source, out = topic_factory("src"), topic_factory("out")
+    first = _commit(kafka, "tc-app9", source)
+    assert first.begin({(source, 0): 1})
+    first.send(_records(out, ["first"]))
+    assert first.commit() == 1  # its producer stays warm in this worker
+    lost = task_commit._TransactionalProducer(producer_config(kafka.bootstrap_servers), "tc-app9-0_0")
+    group = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "tc-app9"})
+    try:
+        lost.producer.begin_transaction()
+        mark = marker(BatchIdentity(QUERY, 1))
+        offsets = [TopicPartition(source, 0, 2, metadata=mark)]
+        lost.producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), 30)
+        lost.producer.produce(out, b"lost", b"k", 0)
+        lost.producer.flush(30)  # and then its executor is gone: never committed nor aborted
+        batch(1)
+        retry = _commit(kafka, "tc-app9", source)
+        began = time.monotonic()
+        assert retry.begin({(source, 0): 2})
+        assert time.monotonic() - began < task_commit.COMMITTED_TIMEOUT_S / 2
+        retry.send(_records(out, ["second"]))
+        assert retry.commit() == 1
+    finally:
+        group.close()
+    assert _values(kafka, out) == [b"first", b"second"]
+    assert _committed(kafka, "tc-app9", source) == (2, mark)
