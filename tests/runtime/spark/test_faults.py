@@ -1,4 +1,4 @@
-"""Faults an operator meets: an input topic deleted under a running application."""
+"""Faults an operator meets: an input or repartition topic deleted under a running application."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder
+from kspark import Consumed, Grouped, KafkaStreams, Produced, StreamsBuilder
 from kspark.dev.kafka import LocalKafka
 from kspark.kafka_streams import StreamsUncaughtExceptionHandler
 from kspark.serde import Serdes
@@ -54,3 +54,45 @@ def test_an_input_topic_deleted_while_running_fails_the_application_naming_it(
     finally:
         app.close()
     assert errors and f"its input topics ['{src}'] no longer exist" in str(errors[0]), errors
+
+
+def test_a_repartition_topic_deleted_while_running_fails_the_application_naming_it(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """The query that reads the repartition topic, or the one that writes it, fails; either error
+    names the topic (kspark creates repartition topics only at start, as Kafka Streams does)."""
+    src, dst = topic_factory("events", partitions=2), topic_factory("by-value", partitions=2)
+    app_id = f"faults-{src}"
+    b = StreamsBuilder()
+    counts = b.stream(src, Consumed.with_(S, S)).group_by(lambda k, v: v, Grouped.with_(S, S)).count()
+    counts.to_stream().to(dst, Produced.with_(S, Serdes.Long()))
+    config = {
+        "application.id": app_id,
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "state.dir": str(tmp_path / "state"),
+    }
+    app = KafkaStreams(b.build(), config, spark=spark)
+    errors: list[BaseException] = []
+    app.set_uncaught_exception_handler(
+        lambda e: (errors.append(e), StreamsUncaughtExceptionHandler.SHUTDOWN_CLIENT)[1]
+    )
+    kafka.produce(src, [(b"k", b"v", 1_000)])
+    app.start()
+    try:
+        kafka.consume_all(dst, min_records=1, timeout=90)
+        [repartition] = [
+            t
+            for t in kafka.admin().list_topics().topics
+            if t.startswith(app_id) and t.endswith("-repartition")
+        ]
+        kafka.delete_topic(repartition)
+        for i in range(20):
+            kafka.produce(src, [(b"k", b"w%d" % i, 2_000 + i)])
+            time.sleep(0.5)
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and app.state() is not KafkaStreams.State.ERROR:
+            time.sleep(0.5)
+        assert app.state() is KafkaStreams.State.ERROR
+    finally:
+        app.close()
+    assert errors and repartition in str(errors[0]), errors
