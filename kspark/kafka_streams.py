@@ -229,10 +229,14 @@ class KafkaStreams:
                 if can_replace:
                     # As Kafka Streams replaces a stream thread: the work resumes from the last commit.
                     _log.warning("REPLACE_THREAD: restarting the failed queries from their checkpoints")
-                    self._runner.stop()
-                    self._runner.start()
-                    return True
-                _log.warning("REPLACE_THREAD does not apply to process_available(); shutting down")
+                    try:
+                        self._runner.stop()
+                        self._runner.start()
+                        return True
+                    except Exception as e:  # e.g. Spark's JVM is gone: nothing left to restart on
+                        _log.error("REPLACE_THREAD: restarting the queries failed, shutting down: %s", e)
+                else:
+                    _log.warning("REPLACE_THREAD does not apply to process_available(); shutting down")
         self._fail()
         return False
 

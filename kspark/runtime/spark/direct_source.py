@@ -25,7 +25,7 @@ Python data source (Spark's ``pyspark.sql.datasource`` API):
   as the mapInArrow stage; several topics' ranges through the engine's
   task, which takes records across them by head timestamp) and writes the
   output with the warm producer;
-* each Spark task returns one row, ``(records, written)``.
+* each Spark task returns one row, ``(records, written, dropped)``.
 
 Spark's own metrics see those rows: ``numInputRows`` of such a query counts
 the tasks read per batch, not records; ``KafkaStreams.process_available()``
@@ -57,9 +57,11 @@ from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import read_range
 from kspark.runtime.spark.tasks import (
     TopologySpec,
+    new_drops,
     process_stateless,
     process_stateless_feeds,
     raw_records,
+    warm_entry,
 )
 
 if TYPE_CHECKING:
@@ -82,8 +84,9 @@ __all__ = [
 SOURCE_NAME = "kspark_kafka"
 """The data source's name in Spark (``spark.readStream.format(SOURCE_NAME)``)."""
 
-READ_DDL = "records long, written long"
-"""A direct-read Spark task's row: records read and output records written."""
+READ_DDL = "records long, written long, dropped string"
+"""A direct-read Spark task's row: records read, output records written, records dropped
+(``WRITTEN_DDL``)."""
 
 Offsets = dict[str, dict[str, int]]
 """A batch boundary as Spark checkpoints it: topic -> partition (as a string: JSON) -> offset."""
@@ -238,13 +241,13 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to do: Spark's checkpoint holds the offsets, and no consumer group is used."""
 
     # ---------------------------------------------------------------- worker side
-    def read(self, partition: InputPartition) -> Iterator[tuple[int, int]]:
+    def read(self, partition: InputPartition) -> Iterator[tuple[int, int, str]]:
         assert isinstance(partition, TaskRanges)
         ranges, p = partition.ranges, partition.partition
         spec = self.plan.specs[ranges[0].topic]
         commit = spec.task_commit(p)
         if not commit.begin({(r.topic, p): r.end for r in ranges}):
-            yield 0, 0  # a replay of a batch whose output Kafka committed already
+            yield 0, 0, ""  # a replay of a batch whose output Kafka committed already
             return
         counted = [0]
         try:
@@ -258,7 +261,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except BaseException:
             commit.abort()
             raise
-        yield counted[0], written
+        yield counted[0], written, new_drops([warm_entry(spec, p)])
 
     def _read_one(self, spec: TopologySpec, commit: TaskCommit, r: OffsetRange, counted: list[int]) -> None:
         """One topic-partition's range through the task, a chunk at a time (fused when planned)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kspark.errors import StreamsException
@@ -40,6 +40,7 @@ __all__ = [
     "read_kafka",
     "SPARK_SOURCE_CONSUMER_DEFAULTS",
     "RecordSender",
+    "delivery_errors_into",
     "HeaderReader",
     "producer_config",
     "OffsetLister",
@@ -52,8 +53,9 @@ RECORD_DDL = (
     "headers array<struct<key:string,value:binary>>"
 )
 
-WRITTEN_DDL = "written long"
-"""What a stage returns to Spark: how many output records its Spark task wrote."""
+WRITTEN_DDL = "written long, dropped string"
+"""What a stage returns to Spark: how many output records its Spark task wrote, and the records
+its tasks dropped (JSON ``{task id: records}``, ``""`` for none: tasks.new_drops)."""
 
 
 SPARK_SOURCE_CONSUMER_DEFAULTS: dict[str, str] = {
@@ -140,16 +142,26 @@ class _WarmProducer:
         self.producer = Producer(
             {
                 **conf,
-                "on_delivery": self._on_delivery,
+                "on_delivery": delivery_errors_into(self.errors),
                 "delivery.report.only.error": True,
                 "log.connection.close": False,
                 "logger": _LOG,
             }
         )
 
-    def _on_delivery(self, err: Any, msg: Any) -> None:
+
+def delivery_errors_into(errors: list[str]) -> Callable[[Any, Any], None]:
+    """A producer's ``on_delivery`` that appends each failed record's error to ``errors``.
+
+    Not a method of the producer's owner: the producer holds its callback, and a bound method
+    would hold the owner, a cycle that only the garbage collector breaks; dropping the owner
+    must destroy the producer (its librdkafka threads and buffers) at once."""
+
+    def on_delivery(err: Any, msg: Any) -> None:
         if err is not None:
-            self.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+            errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+
+    return on_delivery
 
 
 PRODUCERS: WarmPool[_WarmProducer] = WarmPool(60.0)

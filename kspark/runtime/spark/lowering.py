@@ -533,7 +533,7 @@ class CountTail:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from kspark.runtime.spark.kafka_io import HeaderReader
         from kspark.runtime.spark.task_commit import TaskCommit
-        from kspark.runtime.spark.tasks import warm_stateless_task, written_batch
+        from kspark.runtime.spark.tasks import new_drops, warm_entry, warm_stateless_task, written_batch
 
         exactly_once = str(self.spec.config.get("processing.guarantee")) == "exactly_once_v2"
         offsets: dict[int, int] = {}
@@ -578,6 +578,8 @@ class CountTail:
                     if commit.replay:
                         continue  # Kafka committed these counts' output already; Spark's state has them
                     if key is None:
+                        task = warm_stateless_task(self.spec, partition).task
+                        task.dropped_records_total += count  # as the engine's aggregation counts them
                         _log.warning(
                             "Skipping record due to null key or value: "
                             "%s such records so far in task %s_%s (%s)",
@@ -606,7 +608,7 @@ class CountTail:
             raise
         finally:
             reader.close()
-        yield written_batch(written)
+        yield written_batch(written, new_drops(warm_entry(self.spec, p) for p in commits))
 
     def apply(self, counts: DataFrame, tasks: int) -> DataFrame:
         """This tail over a batch's counts (``foreachBatch``). Under exactly-once the counts are

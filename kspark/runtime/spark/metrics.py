@@ -16,6 +16,10 @@ micro-batch is one commit. What kspark reports (docs/operations.md):
   committed batch ended) and ``records-lag-max``;
 * ``producer-metrics`` per query: ``record-send-total`` and ``record-send-rate``
   (output records the query's tasks wrote);
+* ``stream-task-metrics`` per task that has dropped a record:
+  ``dropped-records-total`` and ``dropped-records-rate`` (tags ``thread-id``,
+  the query, and ``task-id``), counted by the tasks in the Python workers
+  and sent with each Spark task's row (``tasks.new_drops``);
 * ``stream-metrics``: ``alive-stream-threads`` (running queries).
 
 Counts come from a ``StreamingQueryListener`` on the driver (every batch,
@@ -36,14 +40,35 @@ from typing import Any
 
 from kspark.metrics import MetricName
 
-__all__ = ["QueryMetrics", "ProgressListener", "thread_metrics", "lag_metrics"]
+__all__ = ["QueryMetrics", "BatchCounts", "ProgressListener", "task_drops", "thread_metrics", "lag_metrics"]
 
 _log = logging.getLogger(__name__)
 
 THREAD_GROUP = "stream-thread-metrics"
+TASK_GROUP = "stream-task-metrics"
 FETCH_GROUP = "consumer-fetch-manager-metrics"
 CLIENT_GROUP = "stream-metrics"
 PRODUCER_GROUP = "producer-metrics"
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """What a batch's rows say: input records (None: Spark counts them), output records written,
+    and records dropped per task id."""
+
+    records: int | None
+    written: int
+    dropped: Mapping[str, int]
+
+
+def task_drops(cells: Iterable[str]) -> dict[str, int]:
+    """The ``dropped`` cells of a batch's rows (JSON ``{task id: records}`` or ``""``), summed."""
+    out: dict[str, int] = {}
+    for cell in cells:
+        if cell:
+            for task, n in json.loads(cell).items():
+                out[task] = out.get(task, 0) + int(n)
+    return out
 
 
 @dataclass
@@ -56,14 +81,42 @@ class QueryMetrics:
     window: deque[tuple[float, int, float, int]] = field(default_factory=deque)
     ends: dict[tuple[str, int], int] = field(default_factory=dict)  # where the last batch ended
     written: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)  # records dropped so far, by task id
+    # (when, records dropped by task id) of the batches in the sample window that dropped any
+    dropped_window: deque[tuple[float, Mapping[str, int]]] = field(default_factory=deque)
 
-    def add(self, when: float, records: int, latency_ms: float, written: int, window_s: float) -> None:
+    def add(
+        self,
+        when: float,
+        records: int,
+        latency_ms: float,
+        written: int,
+        window_s: float,
+        dropped: Mapping[str, int] | None = None,
+    ) -> None:
         self.records += records
         self.commits += 1
         self.written += written
         self.window.append((when, records, latency_ms, written))
         while self.window and self.window[0][0] < when - window_s:
             self.window.popleft()
+        if dropped:
+            for task, n in dropped.items():
+                self.dropped[task] = self.dropped.get(task, 0) + n
+            self.dropped_window.append((when, dict(dropped)))
+        while self.dropped_window and self.dropped_window[0][0] < when - window_s:
+            self.dropped_window.popleft()
+
+    def copy(self) -> QueryMetrics:
+        return QueryMetrics(
+            self.records,
+            self.commits,
+            deque(self.window),
+            dict(self.ends),
+            self.written,
+            dict(self.dropped),
+            deque(self.dropped_window),
+        )
 
 
 class ProgressListener:
@@ -77,7 +130,7 @@ class ProgressListener:
     def __init__(
         self,
         watch: Callable[[str], bool],
-        records_of: Callable[[str, int], tuple[int | None, int]],
+        records_of: Callable[[str, int], BatchCounts],
         window_s: float,
     ) -> None:
         self.watch = watch
@@ -94,11 +147,11 @@ class ProgressListener:
     ) -> None:
         if not self.watch(name):
             return
-        counted, written = self.records_of(name, batch_id)
+        counts = self.records_of(name, batch_id)
         with self.lock:
             metrics = self.queries.setdefault(name, QueryMetrics())
-            records = rows if counted is None else counted
-            metrics.add(time.monotonic(), records, latency_ms, written, self.window_s)
+            records = rows if counts.records is None else counts.records
+            metrics.add(time.monotonic(), records, latency_ms, counts.written, self.window_s, counts.dropped)
             if ends:
                 metrics.ends = ends
         if self.on_commit is not None:
@@ -147,10 +200,7 @@ class ProgressListener:
 
     def snapshot(self) -> dict[str, QueryMetrics]:
         with self.lock:
-            return {
-                n: QueryMetrics(m.records, m.commits, deque(m.window), dict(m.ends), m.written)
-                for n, m in self.queries.items()
-            }
+            return {n: m.copy() for n, m in self.queries.items()}
 
 
 def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict[MetricName, float]:
@@ -173,6 +223,14 @@ def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict
         sent = sum(written for _, _, _, written in m.window)
         out[MetricName.of("record-send-total", PRODUCER_GROUP, client_id=name)] = float(m.written)
         out[MetricName.of("record-send-rate", PRODUCER_GROUP, client_id=name)] = sent / window_s
+        for task, total in sorted(m.dropped.items()):
+            recent = sum(d.get(task, 0) for _, d in m.dropped_window)
+            out[MetricName.of("dropped-records-total", TASK_GROUP, thread_id=name, task_id=task)] = float(
+                total
+            )
+            out[MetricName.of("dropped-records-rate", TASK_GROUP, thread_id=name, task_id=task)] = (
+                recent / window_s
+            )
     return out
 
 

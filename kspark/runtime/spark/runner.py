@@ -55,7 +55,14 @@ from kspark.runtime.spark.kafka_io import (
     read_kafka,
 )
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
-from kspark.runtime.spark.metrics import CLIENT_GROUP, ProgressListener, lag_metrics, thread_metrics
+from kspark.runtime.spark.metrics import (
+    CLIENT_GROUP,
+    BatchCounts,
+    ProgressListener,
+    lag_metrics,
+    task_drops,
+    thread_metrics,
+)
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
 from kspark.runtime.spark.pyfiles import shipped_python_path
 from kspark.runtime.spark.replica import StoreReplicas, create_changelog_topics, store_homes
@@ -193,6 +200,7 @@ class _RunBatch:
         self.records_read: int | None = None
         self.batch_records: dict[int, int] = {}  # records of recent batches, when the rows say
         self.batch_written: dict[int, int] = {}  # output records of recent batches
+        self.batch_dropped: dict[int, dict[str, int]] = {}  # records dropped, by task, when any
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.idle.clear()
@@ -211,6 +219,11 @@ class _RunBatch:
             self.batch_written[batch_id] = written
             for old in [b for b in self.batch_written if b < batch_id - 100]:
                 del self.batch_written[old]  # the metrics listener took them long ago
+                self.batch_dropped.pop(old, None)
+            if "dropped" in df.columns:
+                dropped = task_drops(str(r["dropped"] or "") for r in rows)
+                if dropped:
+                    self.batch_dropped[batch_id] = dropped
             if "records" in df.columns:
                 records = sum(int(r["records"]) for r in rows)
                 self.records_read = (self.records_read or 0) + records
@@ -262,12 +275,17 @@ class SparkRunner:
         self.progress.on_commit = self._on_commit
 
     # ------------------------------------------------------------------ metrics
-    def _records_of(self, query: str, batch_id: int) -> tuple[int | None, int]:
-        """A batch's input records where its rows say (else None: Spark's count), and its output."""
+    def _records_of(self, query: str, batch_id: int) -> BatchCounts:
+        """A batch's input records where its rows say (else None: Spark's count), its output, and
+        the records its tasks dropped."""
         run_batch = self._batch_functions.get(query)
         if run_batch is None:
-            return None, 0
-        return run_batch.batch_records.get(batch_id), run_batch.batch_written.get(batch_id, 0)
+            return BatchCounts(None, 0, {})
+        return BatchCounts(
+            run_batch.batch_records.get(batch_id),
+            run_batch.batch_written.get(batch_id, 0),
+            run_batch.batch_dropped.get(batch_id, {}),
+        )
 
     def metrics(self) -> dict[MetricName, float]:
         """Kafka Streams' metrics of this application's queries (kspark/runtime/spark/metrics.py)."""
@@ -732,9 +750,14 @@ class SparkRunner:
         """Restart every query that failed for a transient reason (:func:`transient`) from its
         checkpoint, at most :data:`TRANSIENT_RESTARTS` times each; False when a failure is not
         one of those (the application then fails, or its exception handler decides)."""
+        from py4j.protocol import Py4JError
+
         plans = {q.name: q for q in self.plan().queries}
-        failed = [q for q in list(self.queries) if q.exception() is not None]
-        if any(
+        try:
+            failed = [q for q in list(self.queries) if q.exception() is not None]
+        except Py4JError:
+            return False  # the JVM is gone: nothing to restart (failure() says so)
+        if not failed or any(
             not transient(q.exception()) or self._restarts.get(q.name, 0) >= TRANSIENT_RESTARTS
             for q in failed
         ):
@@ -753,10 +776,29 @@ class SparkRunner:
         return True
 
     def failure(self) -> BaseException | None:
-        for q in self.queries:
-            exc = q.exception()
-            if exc is not None:
-                return self._explained(q.name, exc)
+        """The first running query's failure, if any. A query that stopped without one while
+        kspark did not stop it (Spark's context stopped under it), or a JVM that no longer
+        answers (spark-submit's JVM signalled, or killed), is a failure too: the application
+        goes to ERROR rather than wait on queries that are gone."""
+        from py4j.protocol import Py4JError
+
+        try:
+            for q in list(self.queries):
+                exc = q.exception()
+                if exc is not None:
+                    return self._explained(q.name, exc)
+                if not q.isActive and not self._stopping.is_set():
+                    return StreamsException(
+                        f"{q.name} stopped without an error while the application ran: Spark's "
+                        "context was stopped under it (was spark-submit's JVM signalled?)"
+                    )
+        except Py4JError as e:
+            if self._stopping.is_set():
+                return None
+            return StreamsException(
+                f"Spark's driver JVM no longer answers ({_first_line(e)}): it exited under the "
+                "application (was spark-submit's JVM signalled or killed?)"
+            )
         return None
 
     def _explained(self, query: str, error: BaseException) -> BaseException:

@@ -45,7 +45,7 @@ from typing import Any
 from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.kafka_clients import librdkafka_security, prefixed_settings
-from kspark.runtime.spark.kafka_io import RecordSender, committed_offsets
+from kspark.runtime.spark.kafka_io import RecordSender, committed_offsets, delivery_errors_into
 from kspark.runtime.spark.warm_pool import WarmPool
 
 __all__ = [
@@ -121,7 +121,7 @@ class _TransactionalProducer:
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                 **conf,
                 "transactional.id": transactional_id,
-                "on_delivery": self._on_delivery,
+                "on_delivery": delivery_errors_into(self.errors),
                 "delivery.report.only.error": True,
                 "log.connection.close": False,
                 "logger": _LOG,
@@ -129,10 +129,6 @@ class _TransactionalProducer:
         )
         # Completes or aborts what an earlier instance of this id left open, and fences it.
         self.producer.init_transactions(120)
-
-    def _on_delivery(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
 
 
 SEND_OFFSETS_TIMEOUT_S = 60.0

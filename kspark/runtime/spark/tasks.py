@@ -93,6 +93,7 @@ __all__ = [
     "raw_records",
     "Feed",
     "written_batch",
+    "new_drops",
     "TopologySpec",
     "StatelessStage",
     "TaskStage",
@@ -278,6 +279,8 @@ class WarmTask:
     fused: FusedChain | None = None
     # Stateful stages: the task's directory on this machine, held while its stores are open.
     directory: TaskDirectory | None = None
+    # The task's dropped-records-total already sent to the driver in a stage row (new_drops).
+    drops_reported: int = 0
 
     def close(self) -> None:
         """Close the task's stores and let go of its directory. A task is closed when it is
@@ -383,10 +386,30 @@ def next_offsets(frames: list[pd.DataFrame] | SpilledInput, partition: int) -> d
     return out
 
 
-def written_batch(n: int) -> pa.RecordBatch:
+def new_drops(warms: Iterable[WarmTask | None]) -> str:
+    """The records these tasks dropped since this worker last said, for a stage row's ``dropped``
+    column (``WRITTEN_DDL``): JSON ``{task id: records}``, ``""`` when none. The driver sums
+    them into ``dropped-records-total`` per task (metrics.py). A task rebuilt elsewhere counts
+    from 0 again, and so does its report."""
+    drops: dict[str, int] = {}
+    for warm in warms:
+        if warm is None:
+            continue
+        total = warm.task.dropped_records_total
+        if total > warm.drops_reported:
+            drops[str(warm.task.task_id)] = total - warm.drops_reported
+            warm.drops_reported = total
+    return json.dumps(drops) if drops else ""
+
+
+def written_batch(n: int, dropped: str = "") -> pa.RecordBatch:
+    """A stage's row: the records it wrote and those its tasks dropped (``new_drops``)."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pydict({"written": [n]}, schema=pa.schema([("written", pa.int64())]))
+    return pa.RecordBatch.from_pydict(
+        {"written": [n], "dropped": [dropped]},
+        schema=pa.schema([("written", pa.int64()), ("dropped", pa.string())]),
+    )
 
 
 def warm_stateless_task(spec: TopologySpec, partition: int) -> WarmTask:
@@ -436,7 +459,7 @@ class StatelessStage:
             for commit in commits.values():
                 commit.abort()
             raise
-        yield written_batch(written)
+        yield written_batch(written, new_drops(warm_entry(self.specs[t], p) for t, p in commits))
 
 
 def process_stateless(
@@ -816,7 +839,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         )
         warm.epoch = epoch
         keep_warm(spec, partition, warm)
-        return pd.DataFrame({"written": [written]}, dtype="int64")
+        return pd.DataFrame({"written": pd.Series([written], dtype="int64"), "dropped": [new_drops([warm])]})
 
     def _set_timer(self, spec: TopologySpec, current: int, task: StreamTask) -> int:
         """Keep one processing-time timer at the task's next wall-clock punctuation; -1: none."""

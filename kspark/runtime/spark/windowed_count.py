@@ -76,6 +76,7 @@ from kspark.runtime.spark.tasks import (
     evict_warm,
     in_offset_order,
     keep_warm,
+    new_drops,
     stateful_processor_base,
 )
 from kspark.serde.windowed import window_store_key_to_binary
@@ -148,7 +149,7 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         except BaseException:
             evict_warm(self.spec, partition)  # its counts may hold part of the failed batch
             raise
-        yield pd.DataFrame({"written": [written]}, dtype="int64")
+        yield pd.DataFrame({"written": pd.Series([written], dtype="int64"), "dropped": [new_drops([warm])]})
 
     def close(self) -> None:
         pass
@@ -248,6 +249,7 @@ class _Batch:
         if missing.any():
             for row in np.flatnonzero(missing).tolist():
                 stage._log_skipped(f"null key {stage._where(partition, int(offsets[row]))}")
+                self.warm.task.record_dropped("null key")
             keyed = ~missing
             keys, offsets, timestamps, flags = (
                 keys[keyed],
@@ -264,6 +266,7 @@ class _Batch:
                 stage._log_expired(
                     partition, int(offsets[row]), int(timestamps[row]), int(starts[row]), int(observed[row])
                 )
+                self.warm.task.record_dropped("expired window")
             for i, start, key, ts in zip(
                 np.flatnonzero(open_).tolist(),
                 starts[open_].tolist(),

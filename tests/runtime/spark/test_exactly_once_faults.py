@@ -3,9 +3,10 @@
 eos_app.py's topologies (direct read, native count, engine tasks with a store,
 a repartition topic, a native windowed count) run continuously under
 exactly_once_v2 while input flows; the broker is stopped for thirty seconds
-(longer than the clients' 30 s request timeouts) and started again. The application either recovers by itself or stops with an
-error and is started again (both are Kafka Streams behaviours); either way,
-once it has caught up, the outputs hold every input exactly once.
+(longer than the clients' 30 s request timeouts) and started again. The
+application either recovers by itself or stops with an error and is started
+again (both are Kafka Streams behaviours); either way, once it has caught
+up, the outputs hold every input exactly once.
 """
 
 from __future__ import annotations

@@ -96,3 +96,41 @@ def test_a_repartition_topic_deleted_while_running_fails_the_application_naming_
     finally:
         app.close()
     assert errors and repartition in str(errors[0]), errors
+
+
+def test_a_query_stopped_under_the_application_fails_it_instead_of_leaving_it_waiting(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """Spark's queries stopped by someone else (what Spark's shutdown does when spark-submit's JVM
+    is signalled: test_standalone_cluster.py): the application goes to ERROR, the handler says
+    why, and the state listener hears it."""
+    src, dst = topic_factory("stopped-in", partitions=1), topic_factory("stopped-out", partitions=1)
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).map_values(str.upper).to(dst, Produced.with_(S, S))
+    config = {
+        "application.id": f"faults-{src}",
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "state.dir": str(tmp_path / "state"),
+    }
+    app = KafkaStreams(b.build(), config, spark=spark)
+    errors: list[BaseException] = []
+    states: list[KafkaStreams.State] = []
+    app.set_uncaught_exception_handler(
+        lambda e: (errors.append(e), StreamsUncaughtExceptionHandler.SHUTDOWN_CLIENT)[1]
+    )
+    app.set_state_listener(lambda new, old: states.append(new))
+    kafka.produce(src, [(b"k", b"v", 1_000)])
+    app.start()
+    try:
+        kafka.consume_all(dst, min_records=1, timeout=90)
+        name = app.physical_plan().queries[0].name
+        (query,) = [q for q in spark.streams.active if q.name == name]
+        query.stop()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and app.state() is not KafkaStreams.State.ERROR:
+            time.sleep(0.2)
+        assert app.state() is KafkaStreams.State.ERROR
+        assert states[-1] is KafkaStreams.State.ERROR
+    finally:
+        app.close()
+    assert len(errors) == 1 and "stopped without an error while the application ran" in str(errors[0]), errors

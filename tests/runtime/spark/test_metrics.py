@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder, Topology
+from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder, TimeWindows, Topology
 from kspark.dev.kafka import LocalKafka, free_port
 from kspark.metrics import MetricName
 from kspark.runtime.prometheus import MetricsEndpoint, prometheus_name
-from kspark.runtime.spark.metrics import QueryMetrics, end_offsets, lag_metrics, thread_metrics
+from kspark.runtime.spark.metrics import QueryMetrics, end_offsets, lag_metrics, task_drops, thread_metrics
 from kspark.serde import Serdes
+from kspark.testing import TestRecord, TopologyTestDriver
 
 pyspark_cloudpickle = pytest.importorskip("pyspark.cloudpickle")
 pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -42,6 +43,22 @@ def test_thread_metrics_are_totals_and_rates_over_the_sample_window() -> None:
     assert got[MetricName.of("record-send-rate", producer, client_id="app-subtopology-0")] == 12 / 60
     idle = thread_metrics({"q": QueryMetrics()}, window_s=60.0)
     assert str(idle[MetricName.of("commit-latency-avg", "stream-thread-metrics", thread_id="q")]) == "nan"
+
+
+def test_dropped_records_are_summed_per_task_from_the_batch_rows() -> None:
+    assert task_drops(["", '{"0_1": 2}', '{"0_1": 1, "1_0": 4}', ""]) == {"0_1": 3, "1_0": 4}
+    m = QueryMetrics()
+    m.add(1.0, 10, 5.0, 0, 60.0, {"0_1": 3})
+    m.add(100.0, 10, 5.0, 0, 60.0, {"0_1": 2, "1_0": 6})  # the first batch left the window
+    m.add(101.0, 10, 5.0, 0, 60.0, {})
+    got = thread_metrics({"q": m}, window_s=60.0)
+
+    def value(name: str, task: str) -> float:
+        return got[MetricName.of(name, "stream-task-metrics", thread_id="q", task_id=task)]
+
+    assert value("dropped-records-total", "0_1") == 5 and value("dropped-records-total", "1_0") == 6
+    assert value("dropped-records-rate", "0_1") == 2 / 60 and value("dropped-records-rate", "1_0") == 6 / 60
+    assert not [n for n in thread_metrics({"q": QueryMetrics()}, 60.0) if n.group == "stream-task-metrics"]
 
 
 def test_lag_is_the_last_stable_offset_minus_where_the_last_batch_ended() -> None:
@@ -140,3 +157,81 @@ def test_metrics_count_records_commits_and_lag_and_prometheus_serves_them(
         app.close()
     with pytest.raises(OSError):  # closed with the application
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)
+
+
+def _dropping(counted: str, windowed: str, joined: str, table: str, out: str) -> Topology:
+    """Three sub-topologies that drop records where Kafka Streams does: a count and a windowed
+    count (lowered to Spark's aggregation on Spark) skip null keys, the windowed count records
+    past its grace, the stream-table join null keys."""
+    b = StreamsBuilder()
+    b.stream(counted, Consumed.with_(S, S)).group_by_key().count().to_stream().to(
+        out, Produced.with_(S, Serdes.Long())
+    )
+    (
+        b.stream(windowed, Consumed.with_(S, S))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(100, 0))
+        .count()
+        .to_stream()
+        .map(lambda wk, n: (wk.key, n))
+        .to(out, Produced.with_(S, Serdes.Long()))
+    )
+    users = b.table(table, Consumed.with_(S, S))
+    b.stream(joined, Consumed.with_(S, S)).join(users, lambda v, u: f"{v}/{u}").map_values(len).to(
+        out, Produced.with_(S, Serdes.Long())
+    )
+    return b.build()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_dropped_records_reach_the_driver_per_task_as_the_test_driver_counts_them(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    counted, windowed, joined, table, out = (
+        topic_factory(n, partitions=2) for n in ("d-count", "d-win", "d-join", "d-users", "d-out")
+    )
+    # (topic, key, value, timestamp, partition): the dropped ones all go to partition 1
+    records = [(table, "u1", "gold", 0, 0), (table, "u2", "free", 0, 1)]
+    records += [(counted, "a", "x", 10 + i, 0) for i in range(3)] + [(counted, None, "x", 20, 1)] * 2
+    records += [(windowed, "w", "x", 1_000, 1), (windowed, "w", "x", 50, 1), (windowed, "w", "x", 60, 1)]
+    records += [(windowed, None, "x", 1_000, 1), (windowed, "v", "x", 1_100, 0)]
+    records += [(joined, "u1", "e", 30, 0), (joined, None, "e", 30, 1), (joined, "u2", "e", 40, 1)]
+    for topic in (table, counted, windowed, joined):
+        kafka.produce(
+            topic,
+            [(k.encode() if k else None, v.encode(), ts, p) for t, k, v, ts, p in records if t == topic],
+        )
+    topology = _dropping(counted, windowed, joined, table, out)
+    with TopologyTestDriver(topology) as driver:
+        inputs = {t: driver.create_input_topic(t, S, S) for t in (table, counted, windowed, joined)}
+        for t, k, v, ts, _ in records:
+            inputs[t].pipe_input(TestRecord(k, v, timestamp=ts))
+        expected = driver.dropped_records_total()
+    assert expected == 2 + 3 + 1  # null keys of the count and the join, 2 late + 1 null windowed
+
+    config = {
+        "application.id": f"drops-{counted}",
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "state.dir": str(tmp_path / "state"),
+    }
+    app = KafkaStreams(topology, config, spark=spark)
+    try:
+        app.process_available()
+
+        def drops() -> dict[str, float]:
+            return {
+                f"{m.tags['thread-id']}/{m.tags['task-id']}": v
+                for m, v in app.metrics().items()
+                if m.name == "dropped-records-total"
+            }
+
+        deadline = time.monotonic() + 30  # progress events reach the listener asynchronously
+        while time.monotonic() < deadline and sum(drops().values()) < expected:
+            time.sleep(0.5)
+        got = drops()
+        assert sum(got.values()) == expected, got
+        assert all(name.endswith("_1") for name in got), got  # every dropped record was in partition 1
+        assert sorted(got.values()) == [1.0, 2.0, 3.0], got  # one task of each sub-topology
+    finally:
+        app.close()
