@@ -3,6 +3,7 @@
     python -m bench.plot throughput OUT.png RUN.json [RUN.json ...]
     python -m bench.plot scaling OUT.png RUN.json [RUN.json ...]
     python -m bench.plot w5 OUT.png W5.json
+    python -m bench.plot soak OUT.png SOAK.json
 
 ``throughput``: input records/s per workload and system (one bar each; a
 failed run has no bar), with the broker's consume-and-produce limit as a line
@@ -158,13 +159,49 @@ def w5(out: str, paths: list[str]) -> None:
     fig.savefig(out, dpi=110)
 
 
+def soak(out: str, paths: list[str]) -> None:
+    """A ``bench.soak`` run: resident memory per process (top) and lag (bottom) over time, the
+    broker's restarts as vertical lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = json.loads(Path(paths[0]).read_text())
+    samples = data["samples"]
+    minutes = [s["t"] / 60 for s in samples]
+    fig, (mem, lag) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+    for i, w in enumerate(("W2", "W4")):
+        for key, style, what in (
+            ("jvm_mb", "-", "JVM"),
+            ("workers_mb", "--", "Python workers"),
+            ("driver_mb", ":", "driver"),
+        ):
+            mem.plot(minutes, [s[w][key] for s in samples], style, color=f"C{i}", label=f"{w} {what}")
+        lag.plot(minutes, [s[w]["lag"] for s in samples], color=f"C{i}", label=f"{w} input lag (records-lag)")
+    mem.plot(minutes, [s["broker_mb"] for s in samples], color="C2", label="Kafka broker")
+    mem.set_ylabel("resident memory, MB")
+    mem.set_ylim(bottom=0)
+    lag.set_ylabel("records")
+    lag.set_xlabel("minutes")
+    for e in data["events"]:
+        for ax in (mem, lag):
+            ax.axvline(e["t"] / 60, color="grey", linestyle="-.", linewidth=0.8)
+    mem.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    lag.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    rates = ", ".join(f"{w} {r:,.0f} rec/s" for w, r in data["rates"].items())
+    fig.suptitle(f"Soak: {rates} for {data['minutes']:g} min, broker restarted (dash-dot lines)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["throughput", "scaling", "w5"])
+    ap.add_argument("kind", choices=["throughput", "scaling", "w5", "soak"])
     ap.add_argument("out")
     ap.add_argument("runs", nargs="+")
     args = ap.parse_args(argv)
-    {"throughput": throughput, "scaling": scaling, "w5": w5}[args.kind](args.out, args.runs)
+    {"throughput": throughput, "scaling": scaling, "w5": w5, "soak": soak}[args.kind](args.out, args.runs)
 
 
 if __name__ == "__main__":

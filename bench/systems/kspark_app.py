@@ -107,6 +107,15 @@ def main() -> None:
     def on_line(line: str) -> None:
         if line == "first":  # the report without stopping (bench.state_at_scale)
             print("FIRST " + json.dumps(result()), flush=True)
+        elif line == "metrics":  # input lag and the application's state (bench.soak)
+            metrics = app.metrics()
+            lags = [v for m, v in metrics.items() if m.name == "records-lag"]  # none before a batch
+            status = {
+                "lag": sum(lags) if lags else None,
+                "processed": sum(v for m, v in metrics.items() if m.name == "process-total"),
+                "state": app.state().name,
+            }
+            print("METRICS " + json.dumps(status), flush=True)
 
     wait_for_stop(on_line=on_line)
     final = result()
