@@ -8,7 +8,8 @@ kspark reads it, the task column, ``groupBy(task)`` and
 ``transformWithStateInPandas`` in kspark's Spark session -- with a stage
 that takes every row and does nothing (``tws_processors.PandasRowDrain``).
 Prints each micro-batch's duration: Spark's floor under kspark's W3 batch
-of the same size (docs/benchmarks.md compares them).
+of the same size (bench/results/history.md, "W3 after the leaner
+count-forward path", compares them).
 """
 
 from __future__ import annotations

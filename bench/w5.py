@@ -13,8 +13,9 @@ exactly_once_v2) and each commit interval (``--commit-ms``: 100 ms, 1 s and
   throughput of the slower system measured in this invocation, capped at
   ``--latency-cap`` (50,000 rec/s by default: about what the harness's one
   producer offers on 2 cores beside the broker and a system, see
-  docs/benchmarks.md's latency sections); ``--latency-rate`` fixes it
-  instead, and without an at-least-once 1 s throughput the cap is the rate.
+  docs/benchmarks.md, "Latency: what a micro-batch adds"); ``--latency-rate``
+  fixes it instead, and without an at-least-once 1 s throughput the cap is
+  the rate.
 
 Under exactly-once every output is read ``read_committed`` and its time is
 when it became visible, its transaction's commit marker's append time

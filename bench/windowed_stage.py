@@ -8,7 +8,7 @@ then counts and forwards it as ``_commit`` does (flushing when the pending
 windows outgrow the cache), with a stand-in for the Kafka sender and for
 Spark's state (so librdkafka and the state server are not in the number).
 Prints CPU µs per record (``time.process_time``); ``--profile`` adds
-cProfile's top functions. docs/benchmarks.md quotes it (W3 section).
+cProfile's top functions. bench/results/history.md quotes it (the W3 sections).
 """
 
 from __future__ import annotations

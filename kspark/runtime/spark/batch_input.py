@@ -7,7 +7,7 @@ interleaves its spill runs), and with several topics (joins) the task picks
 among them by head timestamp. Held as pandas frames that is ~150 bytes a
 record, and a join cannot be capped per micro-batch (the query's cap in
 plan.py): a join over a 50M-record backlog read as one batch took 16.4 GB
-(docs/benchmarks.md).
+(docs/benchmarks.md, "Memory").
 
 :func:`held_input` keeps a task's frames in memory up to ``spark.kspark.spillRows``
 rows. Beyond that it writes them, and every later frame, to Arrow IPC files

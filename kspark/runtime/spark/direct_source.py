@@ -5,7 +5,7 @@ nothing of Spark's SQL engine between Kafka and its Python task. Through
 Spark's Kafka source every record was still read by the JVM's Kafka
 consumer, made a Spark row, then an Arrow row, and handed to Python: ~4 µs
 of JVM CPU a record on this project's machine, more than the task's own
-Python work for a filter-and-map (docs/benchmarks.md, "Direct read"). So
+Python work for a filter-and-map (bench/results/history.md, "Direct read"). So
 such a sub-topology runs as a Spark streaming query over this module's
 Python data source (Spark's ``pyspark.sql.datasource`` API):
 

@@ -23,11 +23,11 @@ engine does, and logged per batch.
 
 The aggregation keeps fixed-width columns only, so that Spark hash-aggregates
 (one variable-width column, the headers, made it sort every batch: W2 at
-5M records 312k rec/s with it, 456k without, docs/benchmarks.md): for the
-headers it keeps whether the latest record had any, and the tail reads
-those records' headers back from Kafka by offset (:class:`HeaderReader`;
-most topics have none, and then nothing is read). The topic is the
-sub-topology's one source topic.
+5M records 312k rec/s with it, 456k without; bench/results/history.md, "W2
+after the fixed-width native count"): for the headers it keeps whether the
+latest record had any, and the tail reads those records' headers back from
+Kafka by offset (:class:`HeaderReader`; most topics have none, and then
+nothing is read). The topic is the sub-topology's one source topic.
 
 A count is lowered only when bytes in equal bytes out, with no chance of a
 deserialization error the engine would have raised: the source's key

@@ -81,7 +81,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.python.daemon.module": DAEMON_MODULE,
     # Unless this is Int.MaxValue, transformWithState's Arrow writer measures the batch's
     # bytes after every row; for a list column (Kafka headers) that costs O(rows so far),
-    # and it was most of the JVM's time in every stateful stage (docs/benchmarks.md).
+    # and it was most of the JVM's time in every stateful stage (bench/results/history.md,
+    # "kspark alone after the windowed count and the Arrow fix").
     # Arrow batches stay bounded by spark.sql.execution.arrow.maxRecordsPerBatch (10,000).
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
     # PySpark sends a pickled Python function of more than this many bytes (1 MB by default) as

@@ -5,7 +5,8 @@ each Arrow batch into pandas, then walks it with ``itertuples`` and rebuilds
 a ``pandas.DataFrame`` from the row tuples of each grouping key: two Python
 steps per input row. kspark's stateful stages group by task, so a batch is
 a few long runs of one key; py-spy put that walk at ~14% of all Python
-samples of the W3/W4 benchmarks (docs/benchmarks.md).
+samples of the W3/W4 benchmarks (bench/results/history.md, "kspark alone after the
+windowed count and the Arrow fix").
 
 :func:`install` replaces ``load_stream`` with one that finds the runs of
 equal keys with numpy and hands out slices of the batch's frame. What the

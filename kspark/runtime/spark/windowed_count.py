@@ -2,8 +2,9 @@
 
 The engine runs a windowed count through its store layers (metered,
 caching, change-logging, segmented window store) at ~88 µs per record of
-one core (docs/benchmarks.md); this stage computes the same thing for a
-whole micro-batch of a task at once. It is a ``transformWithStateInPandas``
+one core (bench/results/history.md, "kspark alone after the windowed count and
+the Arrow fix"); this stage computes the same thing for a whole micro-batch
+of a task at once. It is a ``transformWithStateInPandas``
 grouped by task like :class:`~kspark.runtime.spark.tasks.TaskStage` (one
 call per task per batch, records in offset order), and keeps the same two
 pieces of Spark state: ``meta`` (epoch, observed stream time, changelog

@@ -7,7 +7,8 @@ source in ``pyspark.zip``, which has no bytecode) and kspark, and a reused
 worker runs a full ``gc.collect()`` after every task, walking every object
 it holds: the warm tasks and their stores included. py-spy profiles of
 kspark's benchmarks put imports at ~30%, the collections at ~20% of all
-Python samples (docs/benchmarks.md, "Where the time goes").
+Python samples (bench/results/history.md, "Where the time went in the first
+optimisation round").
 
 This daemon imports those modules before it forks, so every worker
 inherits them already loaded -- from the installed ``pyspark`` package
