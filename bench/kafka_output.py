@@ -198,10 +198,15 @@ class OutputWatcher:
         """Summed end offsets a read_committed reader can reach (the last stable offsets)."""
         return sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions)
 
-    def drain(self) -> None:
-        target = {
+    def ends(self) -> dict[int, int]:
+        """Per partition, the end offset a read_committed reader can reach now."""
+        return {
             tp.partition: self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions
         }
+
+    def drain(self, target: dict[int, int] | None = None) -> None:
+        """Read up to ``target`` (:meth:`ends`), by default the ends now."""
+        target = self.ends() if target is None else target
         while any(self.position[p] < target[p] for p in target):
             for msg in self.consumer.consume(num_messages=100_000, timeout=1.0):
                 if msg.error():

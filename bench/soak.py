@@ -47,6 +47,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,9 @@ class App:
             "commit_ms": args.commit_ms,
             "guarantee": AT_LEAST_ONCE,
             "partitions": args.partitions,
-            "extra": {},
+            # Spark's default: bench.systems keeps every progress report to find a run's first
+            # batch, which an hour of batches turns into a growing heap (soak-60m-a730749).
+            "extra": {"spark.sql.streaming.numRecentProgressUpdates": "100"},
         }
         stderr = open(self.logs / "stderr.log", "w")  # noqa: SIM115 (the process's own, for its life)
         self.proc = subprocess.Popen(
@@ -236,13 +239,19 @@ class App:
             return produced - self.w2.answered()
         return produced - self.w4.distinct
 
-    def drain(self, produced: int) -> bool:
+    def drain(self, produced: Callable[[], int]) -> bool:
         """Read the output so far; False when the broker could not say where it ends (it has
-        just restarted and the reader's metadata is stale: the next sample reads on)."""
-        if self.workload == "W4" and produced > self.w4.n:
-            self.w4.resize(produced)
+        just restarted and the reader's metadata is stale: the next sample reads on).
+
+        The output's ends are taken before the inputs produced are counted: every output up to
+        those ends answers an input produced before, so the checker expects it (counted the other
+        way round, an output of an input produced in between was "unexpected" and its id left
+        "missing": 18,665 of W4's in soak-60m-a730749)."""
         try:
-            self.watcher.drain()
+            ends = self.watcher.ends()
+            if self.workload == "W4" and produced() > self.w4.n:
+                self.w4.resize(produced())
+            self.watcher.drain(ends)
         except KafkaException:
             return False
         return True
@@ -252,7 +261,13 @@ class App:
         procs = tree([self.proc.pid])
         driver = procs.get(self.proc.pid)
         jvm = sum(rss for comm, rss, _ in procs.values() if comm == "java")
-        workers = [rss for pid, (comm, rss, _) in procs.items() if pid != self.proc.pid and comm != "java"]
+        # Python workers only: a child the JVM forks to run a command is named after the forking
+        # thread and, until it execs, shows the whole JVM's RSS (a 1.2 GB "worker" for a moment).
+        workers = [
+            rss
+            for pid, (comm, rss, _) in procs.items()
+            if pid != self.proc.pid and comm != "java" and b"python" in _cmdline(pid)
+        ]
         return {
             "driver_mb": round((driver[1] if driver else 0) / 2**20, 1),
             "jvm_mb": round(jvm / 2**20, 1),
@@ -279,9 +294,18 @@ class App:
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
-def flatness(samples: list[dict[str, Any]], key: str, warmup_s: float) -> dict[str, Any]:
-    """Median of ``key`` over the first and the last tenth of the samples after the warm-up."""
-    after = [s[key] for s in samples if s["t"] >= warmup_s and s.get(key) is not None]
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def flatness(samples: list[dict[str, Any]], key: str, warmup_s: float, end_s: float) -> dict[str, Any]:
+    """Median of ``key`` over the first and the last tenth of the samples after the warm-up and
+    before the input stopped (then the applications idle and Spark lets workers go)."""
+    after = [s[key] for s in samples if warmup_s <= s["t"] < end_s and s.get(key) is not None]
     if len(after) < 10:
         return {"first": None, "last": None, "change": None, "max": None}
     tenth = max(1, len(after) // 10)
@@ -358,7 +382,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     raise RuntimeError(f"{w} exited with {app.proc.returncode} (logs: {app.logs})")
                 restarting = restarter is not None and restarter.is_alive()
                 m = {} if restarting else app.ask_metrics()
-                read = not restarting and app.drain(feed.produced[w])
+                read = not restarting and app.drain(lambda w=w: feed.produced[w])
                 sample[w] = {
                     "produced": feed.produced[w],
                     "lag": m.get("lag"),
@@ -390,7 +414,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 break
             time.sleep(max(0.0, args.sample - (time.monotonic() - began - t)))
         for w, app in apps.items():
-            app.drain(feed.produced[w])
+            app.drain(lambda w=w: feed.produced[w])
         verdicts = {w: app.verdict(feed.produced[w]) for w, app in apps.items()}
         caught_up_s = round(time.monotonic() - began - stopped_at, 1)
         for app in apps.values():
@@ -399,8 +423,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     series: dict[str, Any] = {}
     for w in apps:
         flat_samples = [{"t": s["t"], **s[w]} for s in samples]
-        series[w] = {k: flatness(flat_samples, k, warm) for k in ("driver_mb", "jvm_mb", "workers_mb")}
-    series["broker"] = {"broker_mb": flatness(samples, "broker_mb", warm)}
+        series[w] = {
+            k: flatness(flat_samples, k, warm, stopped_at) for k in ("driver_mb", "jvm_mb", "workers_mb")
+        }
+    series["broker"] = {"broker_mb": flatness(samples, "broker_mb", warm, stopped_at)}
     return {
         "rates": rates,
         "minutes": args.minutes,

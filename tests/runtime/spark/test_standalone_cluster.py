@@ -91,6 +91,8 @@ if __name__ == "__main__":
         signal.signal(sig, lambda *_: stop.set())
     spark = SparkSession.builder.getOrCreate()     # the session spark-submit made
     app = KafkaStreams(topology(), config, spark=spark)
+    # Spark gone from under the application (spark-submit's JVM stopped): stop waiting.
+    app.set_state_listener(lambda new, old: new is KafkaStreams.State.ERROR and stop.set())
     app.start()
     print("STARTED", flush=True)
     stop.wait()
@@ -305,9 +307,12 @@ def _wait_for(
         time.sleep(1.0)
 
 
-def test_spark_submit_to_a_standalone_cluster_survives_a_lost_worker(
+def _submit(
     kafka: LocalKafka, topic_factory: Any, cluster: StandaloneCluster, tmp_path: Path
-) -> None:
+) -> tuple[subprocess.Popen[bytes], PageViews, str, int, Callable[[], str]]:
+    """docs/cluster.md's application submitted to ``cluster`` with 1,000 page views in its input,
+    once its first counts are out: (spark-submit, the views, the output topic, the driver UI's
+    port, the logs)."""
     pageviews = topic_factory("pageviews", partitions=2)
     per_category = topic_factory("pageviews-per-category", partitions=2)
     app_dir = tmp_path / "app"
@@ -335,7 +340,7 @@ def test_spark_submit_to_a_standalone_cluster_survives_a_lost_worker(
         *("--conf", f"spark.jars.ivySettings={app_dir / 'ivysettings.xml'}"),
         *("--py-files", "my_functions.zip"),
         "pageview_counts.py",
-        *(f"standalone-{os.getpid()}", kafka.bootstrap_servers, str(tmp_path / "state")),
+        *(f"standalone-{os.getpid()}-{pageviews}", kafka.bootstrap_servers, str(tmp_path / "state")),
         *(pageviews, per_category),
     ]
     # One Python environment on every node (docs/cluster.md): the driver's and the executors'.
@@ -348,6 +353,31 @@ def test_spark_submit_to_a_standalone_cluster_survives_a_lost_worker(
     try:
         _wait_for("the first counts", lambda: bool(_counts(kafka, per_category)), submit, logs)
         assert submit.poll() is None, logs()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(submit.pid, signal.SIGKILL)
+        submit.wait(30)
+        raise
+    return submit, views, per_category, ui, logs
+
+
+def _driver(submit: subprocess.Popen[bytes]) -> int:
+    """The Python driver: the process spark-submit's JVM (client mode) runs the application in."""
+    (pid,) = [
+        int(p)
+        for p in subprocess.run(
+            ["pgrep", "-P", str(submit.pid), "-f", "pageview_counts.py"], capture_output=True, text=True
+        ).stdout.split()
+    ]
+    return pid
+
+
+def test_spark_submit_to_a_standalone_cluster_survives_a_lost_worker(
+    kafka: LocalKafka, topic_factory: Any, cluster: StandaloneCluster, tmp_path: Path
+) -> None:
+    submit, views, per_category, ui, logs = _submit(kafka, topic_factory, cluster, tmp_path)
+    submit_log = tmp_path / "spark-submit.log"
+    try:
         executors = {w: cluster.executor_pids(w) for w in cluster.workers}
         assert all(executors.values()), f"an executor on each worker: {executors}\n{logs()}"
 
@@ -377,13 +407,7 @@ def test_spark_submit_to_a_standalone_cluster_survives_a_lost_worker(
 
         # The driver in client mode is the Python process spark-submit runs: it closes the
         # application on SIGTERM, and spark-submit then exits 0.
-        (driver,) = [
-            int(pid)
-            for pid in subprocess.run(
-                ["pgrep", "-P", str(submit.pid), "-f", "pageview_counts.py"], capture_output=True, text=True
-            ).stdout.split()
-        ]
-        os.kill(driver, signal.SIGTERM)
+        os.kill(_driver(submit), signal.SIGTERM)
         assert submit.wait(120) == 0, logs()
         assert "CLOSED" in submit_log.read_text(errors="replace"), logs()
     finally:
