@@ -165,19 +165,30 @@ def soak(out: str, paths: list[str]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    import statistics
+
     import matplotlib.pyplot as plt
 
     data = json.loads(Path(paths[0]).read_text())
     samples = data["samples"]
     minutes = [s["t"] / 60 for s in samples]
+
+    def smoothed(values: list[float]) -> list[float]:
+        # A rolling median of 11 samples: a child the JVM forks to run a command shows for a
+        # moment the JVM's whole RSS (runs before bench.soak told those from Python workers).
+        return [statistics.median(values[max(0, i - 5) : i + 6]) for i in range(len(values))]
+
     fig, (mem, lag) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
     for i, w in enumerate(("W2", "W4")):
         for key, style, what in (
             ("jvm_mb", "-", "JVM"),
-            ("workers_mb", "--", "Python workers"),
+            ("workers_mb", "--", "Python workers (rolling median)"),
             ("driver_mb", ":", "driver"),
         ):
-            mem.plot(minutes, [s[w][key] for s in samples], style, color=f"C{i}", label=f"{w} {what}")
+            values = [s[w][key] for s in samples]
+            if key == "workers_mb":
+                values = smoothed(values)
+            mem.plot(minutes, values, style, color=f"C{i}", label=f"{w} {what}")
         lag.plot(minutes, [s[w]["lag"] for s in samples], color=f"C{i}", label=f"{w} input lag (records-lag)")
     mem.plot(minutes, [s["broker_mb"] for s in samples], color="C2", label="Kafka broker")
     mem.set_ylabel("resident memory, MB")

@@ -37,6 +37,7 @@ bench/results; ``python -m bench.plot soak OUT.png SOAK.json`` draws it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -382,7 +383,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     raise RuntimeError(f"{w} exited with {app.proc.returncode} (logs: {app.logs})")
                 restarting = restarter is not None and restarter.is_alive()
                 m = {} if restarting else app.ask_metrics()
-                read = not restarting and app.drain(lambda w=w: feed.produced[w])
+                read = not restarting and app.drain(functools.partial(feed.produced.__getitem__, w))
                 sample[w] = {
                     "produced": feed.produced[w],
                     "lag": m.get("lag"),
@@ -414,7 +415,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 break
             time.sleep(max(0.0, args.sample - (time.monotonic() - began - t)))
         for w, app in apps.items():
-            app.drain(lambda w=w: feed.produced[w])
+            app.drain(functools.partial(feed.produced.__getitem__, w))
         verdicts = {w: app.verdict(feed.produced[w]) for w, app in apps.items()}
         caught_up_s = round(time.monotonic() - began - stopped_at, 1)
         for app in apps.values():
