@@ -777,9 +777,10 @@ class SparkRunner:
 
     def failure(self) -> BaseException | None:
         """The first running query's failure, if any. A query that stopped without one while
-        kspark did not stop it (Spark's context stopped under it), or a JVM that no longer
-        answers (spark-submit's JVM signalled, or killed), is a failure too: the application
-        goes to ERROR rather than wait on queries that are gone."""
+        kspark did not stop it (Spark's context stopped under it), or a py4j call that fails
+        because the JVM does not answer, is a failure too: the application goes to ERROR rather
+        than wait on queries that are gone (tests/runtime/spark/test_faults.py covers the first;
+        a signalled spark-submit JVM still leaves the Python driver waiting, docs/cluster.md)."""
         from py4j.protocol import Py4JError
 
         try:
