@@ -189,6 +189,17 @@ def soak(out: str, paths: list[str]) -> None:
             if key == "workers_mb":
                 values = smoothed(values)
             mem.plot(minutes, values, style, color=f"C{i}", label=f"{w} {what}")
+        # The JVM's heap in use (jstat, once a minute; runs before 2026-11-27 did not sample it).
+        heap = [s for s in samples if s[w].get("heap_used_mb") is not None]
+        if heap:
+            mem.plot(
+                [s["t"] / 60 for s in heap],
+                [s[w]["heap_used_mb"] for s in heap],
+                "o",
+                markersize=2,
+                color=f"C{i}",
+                label=f"{w} JVM heap in use",
+            )
         lag.plot(minutes, [s[w]["lag"] for s in samples], color=f"C{i}", label=f"{w} input lag (records-lag)")
     mem.plot(minutes, [s["broker_mb"] for s in samples], color="C2", label="Kafka broker")
     mem.set_ylabel("resident memory, MB")

@@ -276,6 +276,31 @@ class App:
             "workers": len(workers),
         }
 
+    def heap(self) -> dict[str, float]:
+        """The JVM's heap from ``jstat -gc`` (MB): used in all and in the old generation, and
+        committed. Taken once a minute, for the reading of ``jvm_mb``: its resident memory grows
+        with the committed heap up to ``-Xmx`` and says nothing alone about a leak."""
+        pids = [pid for pid, (comm, _, _) in tree([self.proc.pid]).items() if comm == "java"]
+        if not pids:
+            return {}
+        try:
+            out = subprocess.run(
+                ["jstat", "-gc", str(pids[0])], capture_output=True, text=True, timeout=30
+            ).stdout.split()
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        half = len(out) // 2
+        gc = dict(zip(out[:half], out[half:], strict=True))
+        try:
+            kb = {k: float(gc[k]) for k in ("S0U", "S1U", "EU", "OU", "S0C", "S1C", "EC", "OC")}
+        except (KeyError, ValueError):
+            return {}
+        return {
+            "heap_used_mb": round((kb["S0U"] + kb["S1U"] + kb["EU"] + kb["OU"]) / 1024, 1),
+            "heap_old_mb": round(kb["OU"] / 1024, 1),
+            "heap_committed_mb": round((kb["S0C"] + kb["S1C"] + kb["EC"] + kb["OC"]) / 1024, 1),
+        }
+
     def verdict(self, produced: int) -> str | None:
         if self.workload == "W2":
             return self.w2.verdict(produced)
@@ -395,19 +420,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             broker = tree([pid]).get(pid) if pid else None
             sample["broker_mb"] = round(broker[1] / 2**20, 1) if broker else None
             sample["harness_mb"] = round(tree([os.getpid()])[os.getpid()][1] / 2**20, 1)
-            samples.append(sample)
             if t >= next_line:
                 next_line += 60
+                for w, app in apps.items():
+                    sample[w].update(app.heap())
                 say(
                     f"  {t / 60:5.1f} min "
                     + " | ".join(
                         f"{w} lag {sample[w]['lag']} unanswered {sample[w]['unanswered']} "
                         f"driver {sample[w]['driver_mb']:.0f} jvm {sample[w]['jvm_mb']:.0f} "
-                        f"workers {sample[w]['workers_mb']:.0f}/{sample[w]['workers']} MB"
+                        f"workers {sample[w]['workers_mb']:.0f}/{sample[w]['workers']} MB "
+                        f"heap {sample[w].get('heap_used_mb')}/{sample[w].get('heap_committed_mb')} MB"
                         for w in apps
                     )
                     + f" | broker {sample['broker_mb']} MB"
                 )
+            samples.append(sample)
             if stopped_at and all(sample[w]["unanswered"] == 0 for w in apps):
                 break
             if stopped_at and t > stopped_at + args.drain_timeout:
@@ -422,10 +450,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             app.stop()
     warm = args.warmup * 60
     series: dict[str, Any] = {}
+    heap: dict[str, Any] = {}
     for w in apps:
         flat_samples = [{"t": s["t"], **s[w]} for s in samples]
         series[w] = {
             k: flatness(flat_samples, k, warm, stopped_at) for k in ("driver_mb", "jvm_mb", "workers_mb")
+        }
+        heap[w] = {
+            k: flatness(flat_samples, k, warm, stopped_at)
+            for k in ("heap_used_mb", "heap_old_mb", "heap_committed_mb")
         }
     series["broker"] = {"broker_mb": flatness(samples, "broker_mb", warm, stopped_at)}
     return {
@@ -439,6 +472,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "w4_duplicates": apps["W4"].w4.duplicates,
         "events": events,
         "memory": series,
+        "jvm_heap": heap,
         "samples": samples,
     }
 
@@ -467,6 +501,14 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> bool:
                 f"  {who} {key}: {f['first']:.0f} -> {f['last']:.0f} ({f['change']:+.1%}), "
                 f"max {f['max']:.0f}: {'flat' if flat else 'NOT flat'}"
             )
+    say("JVM heap (jstat -gc, once a minute; for the reading of jvm_mb, not judged):")
+    for who, per in result.get("jvm_heap", {}).items():
+        for key, f in per.items():
+            if f["first"] is not None:
+                say(
+                    f"  {who} {key}: {f['first']:.0f} -> {f['last']:.0f} ({f['change']:+.1%}), "
+                    f"max {f['max']:.0f}"
+                )
     for e in result["events"]:
         after = [s for s in result["samples"] if s["t"] > e["up_at"]]
         back = {}

@@ -633,7 +633,8 @@ class LocalKafka:
 
         Each record is ``(key, value, timestamp_ms[, partition[, headers]])``;
         ``timestamp_ms`` or ``partition`` may be None for the producer's
-        default. Raises on the first delivery failure.
+        default (librdkafka's producer takes a timestamp of 0 as "now" too).
+        Raises on the first delivery failure.
         """
         producer = Producer(
             {

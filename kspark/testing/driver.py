@@ -13,7 +13,13 @@ wall-clock punctuations, commits, and processes what they produced.
 ``metrics()`` returns ``{MetricName: float}`` with, per task,
 ``MetricName("dropped-records-total", "stream-task-metrics", {"thread-id":
 "main", "task-id": "0_0"})`` (and the same for ``"global"`` when the
-topology has global stores); ``dropped_records_total()`` sums them.
+topology has global stores); ``dropped_records_total()`` sums them. And,
+per source and terminal node, ``record-e2e-latency-avg``, ``-min`` and
+``-max`` (``stream-processor-node-metrics``, tags ``thread-id``, ``task-id``,
+``processor-node-id``): the driver's wall clock when the node took the record
+minus the record's timestamp, over every record since the driver started
+(Kafka's driver keeps them over its sample window of mock time); NaN before
+the first record.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from kspark.metrics import MetricName
 from kspark.processor.api import Headers, to_millis
 from kspark.processor.internals.builder import InternalTopologyBuilder
 from kspark.processor.internals.global_task import GlobalStateTask
+from kspark.processor.internals.latency import E2E_GROUP
 from kspark.processor.internals.records import OutputRecord, RawRecord
 from kspark.processor.internals.task import StreamTask
 from kspark.state.api import KeyValueStore, SessionStore, StateStore, WindowStore
@@ -289,6 +296,14 @@ class TopologyTestDriver:
         out: dict[MetricName, float] = {}
         if self._task is not None:
             out[self._metric(TASK_ID)] = float(self._task.dropped_records_total)
+            for node, stats in self._task.e2e.items():
+                tags = (("thread-id", "main"), ("task-id", TASK_ID), ("processor-node-id", node))
+                for suffix, value in (
+                    ("avg", stats.avg()),
+                    ("min", stats.minimum()),
+                    ("max", stats.maximum()),
+                ):
+                    out[MetricName(f"record-e2e-latency-{suffix}", E2E_GROUP, tags)] = value
         if self._global_task is not None:
             out[self._metric("global")] = float(self._global_task.dropped_records_total)
         return out
@@ -301,7 +316,7 @@ class TopologyTestDriver:
 
     def dropped_records_total(self) -> float:
         """Sum of ``dropped-records-total`` over the task and the global task."""
-        return sum(self.metrics().values())
+        return sum(v for name, v in self.metrics().items() if name.name == "dropped-records-total")
 
     def _check_open(self) -> None:
         if self._closed:

@@ -139,7 +139,10 @@ def _observe(task: StreamTask, run: Any, calls: list[Any], log: list[Any]) -> tu
     outputs = [
         (o.topic, o.partition, o.key, o.value, o.timestamp, list(o.headers)) for o in task.drain_output()
     ]
-    return outputs, failure, task.dropped_records_total, task.stream_time(), list(calls), list(log)
+    # record-e2e-latency of the source and terminal nodes; a failed task's are never read
+    # (a runner discards the task), and the closures fold theirs only when a call succeeds.
+    e2e = None if failure else {n: s.to_list() for n, s in task.e2e.items()}
+    return outputs, failure, task.dropped_records_total, task.stream_time(), list(calls), list(log), e2e
 
 
 records = st.lists(

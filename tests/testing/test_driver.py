@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -303,13 +304,43 @@ def test_deserialization_error_log_and_continue_counts_dropped_record() -> None:
             KeyValue("a", 1),
             KeyValue("c", 3),
         ]
-        ((name, value),) = d.metrics().items()
+        ((name, value),) = [(n, v) for n, v in d.metrics().items() if n.group == "stream-task-metrics"]
         assert (name.name, name.group, name.tags, value) == (
             "dropped-records-total",
             "stream-task-metrics",
             {"thread-id": "main", "task-id": "0_0"},
             1.0,
         )
+
+
+def test_e2e_latency_of_source_and_terminal_nodes_is_the_wall_clock_minus_the_timestamp() -> None:
+    t = Topology().add_source("src", "in", key_deserializer=S, value_deserializer=S)
+    t.add_processor("tag", lambda: Tag("!"), "src")
+    t.add_sink("sink", "out", "tag", key_serializer=S, value_serializer=S)
+    t.add_processor("drop", Failing, "src")  # a terminal node without a sink
+    cfg = {"processing.exception.handler": "log_and_continue"}
+    with TopologyTestDriver(t, cfg, initial_wall_clock_time=10_000) as d:
+
+        def e2e() -> dict[tuple[str, str], float]:
+            return {
+                (n.tags["processor-node-id"], n.name.rsplit("-", 1)[1]): v
+                for n, v in d.metrics().items()
+                if n.group == "stream-processor-node-metrics"
+            }
+
+        assert {node for node, _ in e2e()} == {"src", "sink", "drop"}  # "tag" has a child
+        assert all(math.isnan(v) for v in e2e().values())  # Kafka's NaN before any record
+        i = d.create_input_topic("in", S, S)
+        i.pipe_input("k", "a", timestamp=9_000)
+        i.pipe_input("k", "boom", timestamp=7_000)
+        d.advance_wall_clock_time(1_000)
+        i.pipe_input("k", "b", timestamp=10_500)
+        got = e2e()
+    # src: 1,000, 3,000 and 500 ms; every record reaches both terminals ("boom" fails in "drop",
+    # whose handler continues: Kafka Streams records it there all the same).
+    assert (got["src", "avg"], got["src", "min"], got["src", "max"]) == (1_500.0, 500.0, 3_000.0)
+    assert (got["sink", "avg"], got["sink", "min"], got["sink", "max"]) == (1_500.0, 500.0, 3_000.0)
+    assert got["drop", "max"] == 3_000.0
 
 
 def test_deserialization_error_log_and_fail_raises() -> None:

@@ -51,6 +51,8 @@ class TaskServices(Protocol):
 
     def record_dropped(self, reason: str) -> None: ...
 
+    def record_e2e_latency(self, node_name: str, timestamp: int) -> None: ...
+
     def request_commit(self) -> None: ...
 
     processor_metadata: dict[str, int]
@@ -159,6 +161,8 @@ class InternalProcessorContext(ProcessorContext):
                 for child in node.children:
                     self.current_node = child
                     child.process(record)
+                    if not child.children:  # a terminal node: Kafka Streams' record-e2e-latency
+                        self._services.record_e2e_latency(child.name, record.timestamp)
             else:
                 named = node.child(child_name)
                 if named is None:
@@ -168,6 +172,8 @@ class InternalProcessorContext(ProcessorContext):
                     )
                 self.current_node = named
                 named.process(record)
+                if not named.children:
+                    self._services.record_e2e_latency(named.name, record.timestamp)
         finally:
             self.record_context = previous_context
             self.current_node = node

@@ -64,6 +64,9 @@ class GlobalStateTask:
     def record_dropped(self, reason: str = "") -> None:
         self.dropped_records_total += 1
 
+    def record_e2e_latency(self, node_name: str, timestamp: int) -> None:
+        """Kafka Streams keeps no end-to-end latency for global stores' updates."""
+
     def request_commit(self) -> None:
         pass
 

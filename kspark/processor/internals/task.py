@@ -17,6 +17,7 @@ while task.process():                      # one record per call; False when not
 task.set_wall_clock(ms); task.maybe_punctuate_system_time()
 task.drain_output()   # -> [OutputRecord(topic, partition|None, key, value, timestamp, headers)]
 task.stream_time, task.dropped_records_total
+task.e2e              # {node: LatencyStats}: record-e2e-latency of the source and terminal nodes
 task.close()
 ```
 
@@ -40,6 +41,7 @@ from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.api import Cancellable, Headers, PunctuationType, Punctuator, Record
 from kspark.processor.internals.context import InternalProcessorContext
 from kspark.processor.internals.exception_handlers import ErrorHandlerContext, HandlerResponse, to_response
+from kspark.processor.internals.latency import LatencyStats
 from kspark.processor.internals.nodes import (
     FailedProcessingException,
     ProcessorNode,
@@ -166,6 +168,10 @@ class StreamTask:
         self._initialized = False
         self._closed = False
         self._nodes_by_name = {n.name: n for n in topology.processors}
+        # record-e2e-latency of the source and terminal nodes, as Kafka Streams keeps them.
+        self.e2e: dict[str, LatencyStats] = {
+            n.name: LatencyStats() for n in topology.processors if isinstance(n, SourceNode) or not n.children
+        }
 
     # ------------------------------------------------------------------ TaskServices
     def stream_time(self) -> int:
@@ -176,6 +182,11 @@ class StreamTask:
 
     def record_dropped(self, reason: str = "") -> None:
         self.dropped_records_total += 1
+
+    def record_e2e_latency(self, node_name: str, timestamp: int) -> None:
+        stats = self.e2e.get(node_name)
+        if stats is not None:
+            stats.record(self._wall_clock_ms - timestamp)
 
     def request_commit(self) -> None:
         self.commit_requested = True
@@ -286,6 +297,7 @@ class StreamTask:
         )
         ctx.raw_key, ctx.raw_value = stamped.raw.key, stamped.raw.value
         ctx.current_node = queue.source
+        self.e2e[queue.source.name].record(self._wall_clock_ms - stamped.timestamp)
         try:
             queue.source.process(Record(rec.key, rec.value, stamped.timestamp, rec.headers))
         except Exception as e:

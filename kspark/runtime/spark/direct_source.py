@@ -25,7 +25,7 @@ Python data source (Spark's ``pyspark.sql.datasource`` API):
   as the mapInArrow stage; several topics' ranges through the engine's
   task, which takes records across them by head timestamp) and writes the
   output with the warm producer;
-* each Spark task returns one row, ``(records, written, dropped)``.
+* each Spark task returns one row, ``(records, written, task_metrics)``.
 
 Spark's own metrics see those rows: ``numInputRows`` of such a query counts
 the tasks read per batch, not records; ``KafkaStreams.process_available()``
@@ -57,7 +57,7 @@ from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import read_range
 from kspark.runtime.spark.tasks import (
     TopologySpec,
-    new_drops,
+    new_task_metrics,
     process_stateless,
     process_stateless_feeds,
     raw_records,
@@ -84,9 +84,9 @@ __all__ = [
 SOURCE_NAME = "kspark_kafka"
 """The data source's name in Spark (``spark.readStream.format(SOURCE_NAME)``)."""
 
-READ_DDL = "records long, written long, dropped string"
-"""A direct-read Spark task's row: records read, output records written, records dropped
-(``WRITTEN_DDL``)."""
+READ_DDL = "records long, written long, task_metrics string"
+"""A direct-read Spark task's row: records read, output records written, what its tasks
+report (``WRITTEN_DDL``)."""
 
 Offsets = dict[str, dict[str, int]]
 """A batch boundary as Spark checkpoints it: topic -> partition (as a string: JSON) -> offset."""
@@ -261,7 +261,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except BaseException:
             commit.abort()
             raise
-        yield counted[0], written, new_drops([warm_entry(spec, p)])
+        yield counted[0], written, new_task_metrics([warm_entry(spec, p)])
 
     def _read_one(self, spec: TopologySpec, commit: TaskCommit, r: OffsetRange, counted: list[int]) -> None:
         """One topic-partition's range through the task, a chunk at a time (fused when planned)."""

@@ -53,9 +53,9 @@ RECORD_DDL = (
     "headers array<struct<key:string,value:binary>>"
 )
 
-WRITTEN_DDL = "written long, dropped string"
-"""What a stage returns to Spark: how many output records its Spark task wrote, and the records
-its tasks dropped (JSON ``{task id: records}``, ``""`` for none: tasks.new_drops)."""
+WRITTEN_DDL = "written long, task_metrics string"
+"""What a stage returns to Spark: how many output records its Spark task wrote, and what its
+Kafka Streams tasks report (records dropped, end-to-end latencies: tasks.new_task_metrics)."""
 
 
 SPARK_SOURCE_CONSUMER_DEFAULTS: dict[str, str] = {

@@ -533,7 +533,13 @@ class CountTail:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from kspark.runtime.spark.kafka_io import HeaderReader
         from kspark.runtime.spark.task_commit import TaskCommit
-        from kspark.runtime.spark.tasks import new_drops, warm_entry, warm_stateless_task, written_batch
+        from kspark.runtime.spark.tasks import (
+            batch_started,
+            new_task_metrics,
+            warm_entry,
+            warm_stateless_task,
+            written_batch,
+        )
 
         exactly_once = str(self.spec.config.get("processing.guarantee")) == "exactly_once_v2"
         offsets: dict[int, int] = {}
@@ -592,6 +598,7 @@ class CountTail:
                     task = warm_stateless_task(self.spec, partition).task
                     tail = tails.get(partition)
                     if tail is None:
+                        batch_started(task)
                         tail = tails[partition] = self.native.tail(task)
                     headers = headers_of.get((partition, offset)) if headers_of else None
                     if check is not None:
@@ -608,7 +615,7 @@ class CountTail:
             raise
         finally:
             reader.close()
-        yield written_batch(written, new_drops(warm_entry(self.spec, p) for p in commits))
+        yield written_batch(written, new_task_metrics(warm_entry(self.spec, p) for p in commits))
 
     def apply(self, counts: DataFrame, tasks: int) -> DataFrame:
         """This tail over a batch's counts (``foreachBatch``). Under exactly-once the counts are

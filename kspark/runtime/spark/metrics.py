@@ -19,7 +19,11 @@ micro-batch is one commit. What kspark reports (docs/operations.md):
 * ``stream-task-metrics`` per task that has dropped a record:
   ``dropped-records-total`` and ``dropped-records-rate`` (tags ``thread-id``,
   the query, and ``task-id``), counted by the tasks in the Python workers
-  and sent with each Spark task's row (``tasks.new_drops``);
+  and sent with each Spark task's row (``tasks.new_task_metrics``);
+* ``stream-processor-node-metrics`` per source and terminal node of a task
+  that processed a record: ``record-e2e-latency-avg`` / ``-min`` / ``-max``
+  over the sample window (the task's wall clock, set when its micro-batch
+  starts, minus the record's timestamp), sent the same way;
 * ``stream-metrics``: ``alive-stream-threads`` (running queries).
 
 Counts come from a ``StreamingQueryListener`` on the driver (every batch,
@@ -39,8 +43,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kspark.metrics import MetricName
+from kspark.processor.internals.latency import E2E_GROUP, LatencyStats
 
-__all__ = ["QueryMetrics", "BatchCounts", "ProgressListener", "task_drops", "thread_metrics", "lag_metrics"]
+__all__ = [
+    "QueryMetrics",
+    "BatchCounts",
+    "TaskReports",
+    "ProgressListener",
+    "task_reports",
+    "thread_metrics",
+    "lag_metrics",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -51,24 +64,44 @@ CLIENT_GROUP = "stream-metrics"
 PRODUCER_GROUP = "producer-metrics"
 
 
+@dataclass
+class TaskReports:
+    """What a batch's rows say of its Kafka Streams tasks (``tasks.new_task_metrics``): records
+    dropped per task id, and end-to-end latencies per (task id, source or terminal node)."""
+
+    dropped: dict[str, int] = field(default_factory=dict)
+    e2e: dict[tuple[str, str], LatencyStats] = field(default_factory=dict)
+
+
+def task_reports(cells: Iterable[str]) -> TaskReports:
+    """The ``task_metrics`` cells of a batch's rows (JSON ``{"dropped": {task: records}, "e2e":
+    {task: {node: [count, sum, min, max]}}}``, ``""`` for nothing), summed."""
+    out = TaskReports()
+    for cell in cells:
+        if not cell:
+            continue
+        report = json.loads(cell)
+        for task, n in report.get("dropped", {}).items():
+            out.dropped[task] = out.dropped.get(task, 0) + int(n)
+        for task, nodes in report.get("e2e", {}).items():
+            for node, stats in nodes.items():
+                got = LatencyStats.of(stats)
+                have = out.e2e.get((task, node))
+                if have is None:
+                    out.e2e[(task, node)] = got
+                else:
+                    have.merge(got)
+    return out
+
+
 @dataclass(frozen=True)
 class BatchCounts:
     """What a batch's rows say: input records (None: Spark counts them), output records written,
-    and records dropped per task id."""
+    and what its tasks report (records dropped, end-to-end latencies)."""
 
     records: int | None
     written: int
-    dropped: Mapping[str, int]
-
-
-def task_drops(cells: Iterable[str]) -> dict[str, int]:
-    """The ``dropped`` cells of a batch's rows (JSON ``{task id: records}`` or ``""``), summed."""
-    out: dict[str, int] = {}
-    for cell in cells:
-        if cell:
-            for task, n in json.loads(cell).items():
-                out[task] = out.get(task, 0) + int(n)
-    return out
+    tasks: TaskReports = field(default_factory=TaskReports)
 
 
 @dataclass
@@ -84,6 +117,9 @@ class QueryMetrics:
     dropped: dict[str, int] = field(default_factory=dict)  # records dropped so far, by task id
     # (when, records dropped by task id) of the batches in the sample window that dropped any
     dropped_window: deque[tuple[float, Mapping[str, int]]] = field(default_factory=deque)
+    # Every (task id, node) that reported an end-to-end latency, and those of the sample window.
+    e2e_nodes: set[tuple[str, str]] = field(default_factory=set)
+    e2e_window: deque[tuple[float, Mapping[tuple[str, str], LatencyStats]]] = field(default_factory=deque)
 
     def add(
         self,
@@ -92,7 +128,7 @@ class QueryMetrics:
         latency_ms: float,
         written: int,
         window_s: float,
-        dropped: Mapping[str, int] | None = None,
+        tasks: TaskReports | None = None,
     ) -> None:
         self.records += records
         self.commits += 1
@@ -100,12 +136,17 @@ class QueryMetrics:
         self.window.append((when, records, latency_ms, written))
         while self.window and self.window[0][0] < when - window_s:
             self.window.popleft()
-        if dropped:
-            for task, n in dropped.items():
+        if tasks is not None and tasks.dropped:
+            for task, n in tasks.dropped.items():
                 self.dropped[task] = self.dropped.get(task, 0) + n
-            self.dropped_window.append((when, dict(dropped)))
+            self.dropped_window.append((when, dict(tasks.dropped)))
         while self.dropped_window and self.dropped_window[0][0] < when - window_s:
             self.dropped_window.popleft()
+        if tasks is not None and tasks.e2e:
+            self.e2e_nodes.update(tasks.e2e)
+            self.e2e_window.append((when, dict(tasks.e2e)))
+        while self.e2e_window and self.e2e_window[0][0] < when - window_s:
+            self.e2e_window.popleft()
 
     def copy(self) -> QueryMetrics:
         return QueryMetrics(
@@ -116,6 +157,8 @@ class QueryMetrics:
             self.written,
             dict(self.dropped),
             deque(self.dropped_window),
+            set(self.e2e_nodes),
+            deque(self.e2e_window),
         )
 
 
@@ -151,7 +194,7 @@ class ProgressListener:
         with self.lock:
             metrics = self.queries.setdefault(name, QueryMetrics())
             records = rows if counts.records is None else counts.records
-            metrics.add(time.monotonic(), records, latency_ms, counts.written, self.window_s, counts.dropped)
+            metrics.add(time.monotonic(), records, latency_ms, counts.written, self.window_s, counts.tasks)
             if ends:
                 metrics.ends = ends
         if self.on_commit is not None:
@@ -231,6 +274,15 @@ def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict
             out[MetricName.of("dropped-records-rate", TASK_GROUP, thread_id=name, task_id=task)] = (
                 recent / window_s
             )
+        for task, node in sorted(m.e2e_nodes):
+            stats = LatencyStats()
+            for _, batch in m.e2e_window:
+                if (task, node) in batch:
+                    stats.merge(batch[(task, node)])
+            tags = {"thread_id": name, "task_id": task, "processor_node_id": node}
+            out[MetricName.of("record-e2e-latency-avg", E2E_GROUP, **tags)] = stats.avg()
+            out[MetricName.of("record-e2e-latency-min", E2E_GROUP, **tags)] = stats.minimum()
+            out[MetricName.of("record-e2e-latency-max", E2E_GROUP, **tags)] = stats.maximum()
     return out
 
 

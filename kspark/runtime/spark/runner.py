@@ -59,8 +59,9 @@ from kspark.runtime.spark.metrics import (
     CLIENT_GROUP,
     BatchCounts,
     ProgressListener,
+    TaskReports,
     lag_metrics,
-    task_drops,
+    task_reports,
     thread_metrics,
 )
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
@@ -200,7 +201,7 @@ class _RunBatch:
         self.records_read: int | None = None
         self.batch_records: dict[int, int] = {}  # records of recent batches, when the rows say
         self.batch_written: dict[int, int] = {}  # output records of recent batches
-        self.batch_dropped: dict[int, dict[str, int]] = {}  # records dropped, by task, when any
+        self.batch_reports: dict[int, TaskReports] = {}  # what the tasks reported, when any
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.idle.clear()
@@ -219,11 +220,11 @@ class _RunBatch:
             self.batch_written[batch_id] = written
             for old in [b for b in self.batch_written if b < batch_id - 100]:
                 del self.batch_written[old]  # the metrics listener took them long ago
-                self.batch_dropped.pop(old, None)
-            if "dropped" in df.columns:
-                dropped = task_drops(str(r["dropped"] or "") for r in rows)
-                if dropped:
-                    self.batch_dropped[batch_id] = dropped
+                self.batch_reports.pop(old, None)
+            if "task_metrics" in df.columns:
+                reports = task_reports(str(r["task_metrics"] or "") for r in rows)
+                if reports.dropped or reports.e2e:
+                    self.batch_reports[batch_id] = reports
             if "records" in df.columns:
                 records = sum(int(r["records"]) for r in rows)
                 self.records_read = (self.records_read or 0) + records
@@ -280,11 +281,11 @@ class SparkRunner:
         the records its tasks dropped."""
         run_batch = self._batch_functions.get(query)
         if run_batch is None:
-            return BatchCounts(None, 0, {})
+            return BatchCounts(None, 0)
         return BatchCounts(
             run_batch.batch_records.get(batch_id),
             run_batch.batch_written.get(batch_id, 0),
-            run_batch.batch_dropped.get(batch_id, {}),
+            run_batch.batch_reports.get(batch_id, TaskReports()),
         )
 
     def metrics(self) -> dict[MetricName, float]:

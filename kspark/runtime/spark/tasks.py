@@ -92,8 +92,10 @@ __all__ = [
     "process_feeds",
     "raw_records",
     "Feed",
+    "batch_started",
     "written_batch",
-    "new_drops",
+    "written_frame",
+    "new_task_metrics",
     "TopologySpec",
     "StatelessStage",
     "TaskStage",
@@ -279,7 +281,7 @@ class WarmTask:
     fused: FusedChain | None = None
     # Stateful stages: the task's directory on this machine, held while its stores are open.
     directory: TaskDirectory | None = None
-    # The task's dropped-records-total already sent to the driver in a stage row (new_drops).
+    # The task's dropped-records-total already sent to the driver in a stage row (new_task_metrics).
     drops_reported: int = 0
 
     def close(self) -> None:
@@ -386,30 +388,56 @@ def next_offsets(frames: list[pd.DataFrame] | SpilledInput, partition: int) -> d
     return out
 
 
-def new_drops(warms: Iterable[WarmTask | None]) -> str:
-    """The records these tasks dropped since this worker last said, for a stage row's ``dropped``
-    column (``WRITTEN_DDL``): JSON ``{task id: records}``, ``""`` when none. The driver sums
-    them into ``dropped-records-total`` per task (metrics.py). A task rebuilt elsewhere counts
-    from 0 again, and so does its report."""
+def new_task_metrics(warms: Iterable[WarmTask | None]) -> str:
+    """What these tasks report since this worker last said, for a stage row's ``task_metrics``
+    column (``WRITTEN_DDL``): JSON ``{"dropped": {task id: records}, "e2e": {task id: {node:
+    [count, sum, min, max]}}}`` (``""`` when nothing). The driver sums the drops into
+    ``dropped-records-total`` per task and keeps the latencies over its sample window
+    (metrics.py). A task rebuilt elsewhere counts from 0 again, and so does its report."""
     drops: dict[str, int] = {}
+    e2e: dict[str, dict[str, list[float]]] = {}
     for warm in warms:
         if warm is None:
             continue
-        total = warm.task.dropped_records_total
+        task = warm.task
+        total = task.dropped_records_total
         if total > warm.drops_reported:
-            drops[str(warm.task.task_id)] = total - warm.drops_reported
+            drops[str(task.task_id)] = total - warm.drops_reported
             warm.drops_reported = total
-    return json.dumps(drops) if drops else ""
+        for node, stats in task.e2e.items():
+            taken = stats.take()
+            if taken is not None:
+                e2e.setdefault(str(task.task_id), {})[node] = taken.to_list()
+    report: dict[str, Any] = {}
+    if drops:
+        report["dropped"] = drops
+    if e2e:
+        report["e2e"] = e2e
+    return json.dumps(report) if report else ""
 
 
-def written_batch(n: int, dropped: str = "") -> pa.RecordBatch:
-    """A stage's row: the records it wrote and those its tasks dropped (``new_drops``)."""
+def written_batch(n: int, task_metrics: str = "") -> pa.RecordBatch:
+    """A stage's row: the records it wrote and what its tasks report (``new_task_metrics``)."""
     import pyarrow as pa
 
     return pa.RecordBatch.from_pydict(
-        {"written": [n], "dropped": [dropped]},
-        schema=pa.schema([("written", pa.int64()), ("dropped", pa.string())]),
+        {"written": [n], "task_metrics": [task_metrics]},
+        schema=pa.schema([("written", pa.int64()), ("task_metrics", pa.string())]),
     )
+
+
+def written_frame(n: int, task_metrics: str = "") -> pd.DataFrame:
+    """:func:`written_batch` as the pandas frame a stateful stage returns."""
+    import pandas as pd
+
+    return pd.DataFrame({"written": pd.Series([n], dtype="int64"), "task_metrics": [task_metrics]})
+
+
+def batch_started(task: StreamTask) -> None:
+    """Set ``task``'s wall clock to now as a micro-batch (or a chunk of one) starts: what its
+    processors' ``current_system_time_ms()`` return and its ``record-e2e-latency`` is measured
+    against. A Kafka Streams thread, likewise, reads the clock once per loop, not per record."""
+    task.set_wall_clock(int(time.time() * 1000))
 
 
 def warm_stateless_task(spec: TopologySpec, partition: int) -> WarmTask:
@@ -459,7 +487,7 @@ class StatelessStage:
             for commit in commits.values():
                 commit.abort()
             raise
-        yield written_batch(written, new_drops(warm_entry(self.specs[t], p) for t, p in commits))
+        yield written_batch(written, new_task_metrics(warm_entry(self.specs[t], p) for t, p in commits))
 
 
 def process_stateless(
@@ -478,6 +506,7 @@ def process_stateless(
     (fused when it is a chain), and its output to ``sender``. ``headers`` holds each record's
     headers as the reader has them, ``to_headers`` makes ``Headers`` of one (None included)."""
     warm = warm_stateless_task(spec, partition)
+    batch_started(warm.task)
     if warm.fused is not None:
         warm.fused.process(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
     else:
@@ -492,6 +521,7 @@ def process_stateless_feeds(spec: TopologySpec, sender: Sender, partition: int, 
     (:func:`process_feeds`), and the output to ``sender``. Never fused: a fused chain takes one
     topic-partition's records in the order given."""
     task = warm_stateless_task(spec, partition).task
+    batch_started(task)
     process_feeds(task, partition, feeds, lambda: sender.send(task.drain_output()))
     sender.send(_run(task))
 
@@ -783,6 +813,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 
         spec.global_replica()
         task = warm.task
+        batch_started(task)
         # Spark commits the task's state only with the whole micro-batch. At-least-once: output
         # written before a failure is written again by the retry. Exactly-once: the output is one
         # transaction, and a batch Kafka committed already only rebuilds the state (task_commit.py).
@@ -839,7 +870,9 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
         )
         warm.epoch = epoch
         keep_warm(spec, partition, warm)
-        return pd.DataFrame({"written": pd.Series([written], dtype="int64"), "dropped": [new_drops([warm])]})
+        return pd.DataFrame(
+            {"written": pd.Series([written], dtype="int64"), "task_metrics": [new_task_metrics([warm])]}
+        )
 
     def _set_timer(self, spec: TopologySpec, current: int, task: StreamTask) -> int:
         """Keep one processing-time timer at the task's next wall-clock punctuation; -1: none."""

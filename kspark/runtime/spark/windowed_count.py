@@ -73,11 +73,12 @@ from kspark.runtime.spark.tasks import (
     Sender,
     TopologySpec,
     WarmTask,
+    batch_started,
     current_warm,
     evict_warm,
     in_offset_order,
     keep_warm,
-    new_drops,
+    new_task_metrics,
     stateful_processor_base,
 )
 from kspark.serde.windowed import window_store_key_to_binary
@@ -150,7 +151,9 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         except BaseException:
             evict_warm(self.spec, partition)  # its counts may hold part of the failed batch
             raise
-        yield pd.DataFrame({"written": pd.Series([written], dtype="int64"), "dropped": [new_drops([warm])]})
+        yield pd.DataFrame(
+            {"written": pd.Series([written], dtype="int64"), "task_metrics": [new_task_metrics([warm])]}
+        )
 
     def close(self) -> None:
         pass
@@ -233,6 +236,10 @@ class _Batch:
         self.budget = configured_cache_max_bytes(warm.task.context)
         self.sender = sender
         self.tail = stage.native.tail(warm.task)
+        batch_started(warm.task)
+        # The source node's record-e2e-latency: the records are counted here, not by the task.
+        (source,) = {s.name: s for s in warm.task.topology.sources_by_topic.values()}
+        self.source_e2e = warm.task.e2e[source]
         self.pending: dict[tuple[int, bytes], tuple[int, int, int, bool]] = {}
         self.pending_bytes = 0
         self.headers = HeaderReader.of_application(stage.spec.config)
@@ -246,6 +253,14 @@ class _Batch:
         offsets = data["offset"].to_numpy(dtype=np.int64)
         timestamps = data["timestamp"].to_numpy(dtype=np.int64)
         flags = data["has_headers"].to_numpy(dtype=bool)
+        if len(timestamps):
+            self.source_e2e.record_tally(
+                self.warm.task.wall_clock_ms(),
+                len(timestamps),
+                int(timestamps.sum()),
+                int(timestamps.min()),
+                int(timestamps.max()),
+            )
         missing = data["key"].isna().to_numpy()
         if missing.any():
             for row in np.flatnonzero(missing).tolist():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import urllib.request
@@ -16,7 +17,14 @@ from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder, TimeWindows
 from kspark.dev.kafka import LocalKafka, free_port
 from kspark.metrics import MetricName
 from kspark.runtime.prometheus import MetricsEndpoint, prometheus_name
-from kspark.runtime.spark.metrics import QueryMetrics, end_offsets, lag_metrics, task_drops, thread_metrics
+from kspark.runtime.spark.metrics import (
+    QueryMetrics,
+    TaskReports,
+    end_offsets,
+    lag_metrics,
+    task_reports,
+    thread_metrics,
+)
 from kspark.serde import Serdes
 from kspark.testing import TestRecord, TopologyTestDriver
 
@@ -24,6 +32,7 @@ pyspark_cloudpickle = pytest.importorskip("pyspark.cloudpickle")
 pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 S = Serdes.String()
+E2E = "stream-processor-node-metrics"
 
 
 def test_thread_metrics_are_totals_and_rates_over_the_sample_window() -> None:
@@ -46,11 +55,12 @@ def test_thread_metrics_are_totals_and_rates_over_the_sample_window() -> None:
 
 
 def test_dropped_records_are_summed_per_task_from_the_batch_rows() -> None:
-    assert task_drops(["", '{"0_1": 2}', '{"0_1": 1, "1_0": 4}', ""]) == {"0_1": 3, "1_0": 4}
+    cells = ["", '{"dropped": {"0_1": 2}}', '{"dropped": {"0_1": 1, "1_0": 4}}', ""]
+    assert task_reports(cells).dropped == {"0_1": 3, "1_0": 4}
     m = QueryMetrics()
-    m.add(1.0, 10, 5.0, 0, 60.0, {"0_1": 3})
-    m.add(100.0, 10, 5.0, 0, 60.0, {"0_1": 2, "1_0": 6})  # the first batch left the window
-    m.add(101.0, 10, 5.0, 0, 60.0, {})
+    m.add(1.0, 10, 5.0, 0, 60.0, TaskReports({"0_1": 3}))
+    m.add(100.0, 10, 5.0, 0, 60.0, TaskReports({"0_1": 2, "1_0": 6}))  # the first batch left the window
+    m.add(101.0, 10, 5.0, 0, 60.0, TaskReports())
     got = thread_metrics({"q": m}, window_s=60.0)
 
     def value(name: str, task: str) -> float:
@@ -59,6 +69,31 @@ def test_dropped_records_are_summed_per_task_from_the_batch_rows() -> None:
     assert value("dropped-records-total", "0_1") == 5 and value("dropped-records-total", "1_0") == 6
     assert value("dropped-records-rate", "0_1") == 2 / 60 and value("dropped-records-rate", "1_0") == 6 / 60
     assert not [n for n in thread_metrics({"q": QueryMetrics()}, 60.0) if n.group == "stream-task-metrics"]
+
+
+def test_e2e_latencies_are_merged_per_task_and_node_over_the_sample_window() -> None:
+    reports = task_reports(
+        [
+            '{"e2e": {"0_1": {"src": [2, 300, 100, 200], "sink": [1, 150, 150, 150]}}}',
+            '{"dropped": {"0_0": 1}, "e2e": {"0_1": {"src": [2, 100, 20, 80]}}}',
+        ]
+    )
+    assert reports.dropped == {"0_0": 1}
+    assert reports.e2e[("0_1", "src")].to_list() == [4, 400, 20, 200]
+    m = QueryMetrics()
+    m.add(1.0, 4, 5.0, 0, 60.0, reports)
+    m.add(30.0, 1, 5.0, 0, 60.0, task_reports(['{"e2e": {"0_1": {"src": [1, 1000, 1000, 1000]}}}']))
+
+    def value(got: dict[MetricName, float], name: str, node: str) -> float:
+        tags = {"thread_id": "q", "task_id": "0_1", "processor_node_id": node}
+        return got[MetricName.of(f"record-e2e-latency-{name}", "stream-processor-node-metrics", **tags)]
+
+    got = thread_metrics({"q": m}, window_s=60.0)
+    assert (value(got, "avg", "src"), value(got, "min", "src"), value(got, "max", "src")) == (280, 20, 1000)
+    assert value(got, "avg", "sink") == 150
+    m.add(70.0, 1, 5.0, 0, 60.0, TaskReports())  # the first batch left the window
+    got = thread_metrics({"q": m}, window_s=60.0)
+    assert value(got, "avg", "src") == 1000 and math.isnan(value(got, "avg", "sink"))
 
 
 def test_lag_is_the_last_stable_offset_minus_where_the_last_batch_ended() -> None:
@@ -192,7 +227,8 @@ def test_dropped_records_reach_the_driver_per_task_as_the_test_driver_counts_the
         topic_factory(n, partitions=2) for n in ("d-count", "d-win", "d-join", "d-users", "d-out")
     )
     # (topic, key, value, timestamp, partition): the dropped ones all go to partition 1
-    records = [(table, "u1", "gold", 0, 0), (table, "u2", "free", 0, 1)]
+    # (the table's timestamps are 1: librdkafka's producer takes 0 as "now")
+    records = [(table, "u1", "gold", 1, 0), (table, "u2", "free", 1, 1)]
     records += [(counted, "a", "x", 10 + i, 0) for i in range(3)] + [(counted, None, "x", 20, 1)] * 2
     records += [(windowed, "w", "x", 1_000, 1), (windowed, "w", "x", 50, 1), (windowed, "w", "x", 60, 1)]
     records += [(windowed, None, "x", 1_000, 1), (windowed, "v", "x", 1_100, 0)]
@@ -208,6 +244,7 @@ def test_dropped_records_reach_the_driver_per_task_as_the_test_driver_counts_the
         for t, k, v, ts, _ in records:
             inputs[t].pipe_input(TestRecord(k, v, timestamp=ts))
         expected = driver.dropped_records_total()
+        e2e_nodes = {m.tags["processor-node-id"] for m in driver.metrics() if m.group == E2E}
     assert expected == 2 + 3 + 1  # null keys of the count and the join, 2 late + 1 null windowed
 
     config = {
@@ -217,7 +254,9 @@ def test_dropped_records_reach_the_driver_per_task_as_the_test_driver_counts_the
     }
     app = KafkaStreams(topology, config, spark=spark)
     try:
+        began = time.time() * 1000
         app.process_available()
+        ended = time.time() * 1000
 
         def drops() -> dict[str, float]:
             return {
@@ -233,5 +272,16 @@ def test_dropped_records_reach_the_driver_per_task_as_the_test_driver_counts_the
         assert sum(got.values()) == expected, got
         assert all(name.endswith("_1") for name in got), got  # every dropped record was in partition 1
         assert sorted(got.values()) == [1.0, 2.0, 3.0], got  # one task of each sub-topology
+        # record-e2e-latency of source and terminal nodes: a task's wall clock during its batch
+        # minus the record's timestamp (1 ms to 1,100 ms after the epoch).
+        e2e = {(m.tags["processor-node-id"], m.name): v for m, v in app.metrics().items() if m.group == E2E}
+        nodes = {node for node, _ in e2e}
+        sinks = {n for n in e2e_nodes if "SINK" in n}
+        # Every sink reports; so do the sources the engine or the windowed count read (the
+        # natively counted stream's records are counted by Spark, not a task).
+        assert sinks and sinks <= nodes <= e2e_nodes, (nodes, e2e_nodes)
+        assert len(nodes & {n for n in e2e_nodes if "SOURCE" in n}) >= 2, nodes
+        for (node, name), v in e2e.items():
+            assert began - 1_100 <= v <= ended, (node, name, v)
     finally:
         app.close()
