@@ -25,6 +25,11 @@ memory of its driver (Python), JVM and Spark's Python workers; and the
 broker's. It restarts the broker (SIGTERM, ``--down`` seconds down, started
 again with its data) at each ``--restart-at`` minute.
 
+The applications' JVMs run with a fixed, pre-touched heap (``jvm_options``):
+their resident memory then shows growth outside the heap, and every
+``--live-every`` minutes a forced full collection (``jcmd GC.run``) shows
+the heap's live data, growth inside it.
+
 At the end the producer stops, each application must answer every input
 (W2: every key's last count equals its number of inputs; W4: every id
 joined with the right tier; ``bench.workloads.Checker``), and memory is
@@ -188,9 +193,12 @@ class App:
             "commit_ms": args.commit_ms,
             "guarantee": AT_LEAST_ONCE,
             "partitions": args.partitions,
-            # Spark's default: bench.systems keeps every progress report to find a run's first
-            # batch, which an hour of batches turns into a growing heap (soak-60m-a730749).
-            "extra": {"spark.sql.streaming.numRecentProgressUpdates": "100"},
+            "extra": {
+                # Spark's default: bench.systems keeps every progress report to find a run's first
+                # batch, which an hour of batches turns into a growing heap (soak-60m-a730749).
+                "spark.sql.streaming.numRecentProgressUpdates": "100",
+                "spark.driver.extraJavaOptions": jvm_options(),
+            },
         }
         stderr = open(self.logs / "stderr.log", "w")  # noqa: SIM115 (the process's own, for its life)
         self.proc = subprocess.Popen(
@@ -276,6 +284,19 @@ class App:
             "workers": len(workers),
         }
 
+    def live_heap(self) -> float | None:
+        """The JVM's heap in use right after a full collection (``jcmd GC.run``: the parallel
+        collector's ``System.gc()`` is one), in MB: its live data. Asked every ``--live-every``
+        minutes; a collection pauses the application for a few hundred ms."""
+        pids = [pid for pid, (comm, _, _) in tree([self.proc.pid]).items() if comm == "java"]
+        if not pids:
+            return None
+        try:
+            subprocess.run(["jcmd", str(pids[0]), "GC.run"], capture_output=True, timeout=120, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return self.heap().get("heap_used_mb")
+
     def heap(self) -> dict[str, float]:
         """The JVM's heap from ``jstat -gc`` (MB): used in all and in the old generation, and
         committed. Taken once a minute, for the reading of ``jvm_mb``: its resident memory grows
@@ -318,6 +339,18 @@ class App:
             self.proc.wait(30)
         self.watcher.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def jvm_options() -> str:
+    """kspark's own driver JVM options plus a fixed, pre-touched heap (``-Xms`` = ``-Xmx``, Spark's
+    default 1 GB). A JVM's resident memory otherwise grows until its heap has filled once (the
+    parallel collector collects its old generation only when full: soak-60m-a730749's W2 JVM grew
+    for 48 minutes, to its heap plus ~300 MB), which hides whether anything else grows. Pinned,
+    its resident memory shows growth outside the heap, and :meth:`App.live_heap` growth inside."""
+    from kspark.runtime.spark.session import spark_settings
+
+    base = spark_settings({"spark.master": "local[2]"})["spark.driver.extraJavaOptions"]
+    return f"{base} -Xms1g -XX:+AlwaysPreTouch"
 
 
 def _cmdline(pid: int) -> bytes:
@@ -389,7 +422,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         pending = list(restarts)
         restarter: threading.Thread | None = None
-        stopped_at, next_line = 0.0, 0.0
+        stopped_at, next_line, next_live = 0.0, 0.0, args.live_every * 60
         while True:
             t = time.monotonic() - began
             if pending and t >= pending[0]:
@@ -424,6 +457,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 next_line += 60
                 for w, app in apps.items():
                     sample[w].update(app.heap())
+            if t >= next_live and not stopped_at:
+                next_live += args.live_every * 60
+                for w, app in apps.items():
+                    sample[w]["live_heap_mb"] = app.live_heap()
+                say(
+                    "  live heap after a full GC: "
+                    + ", ".join(f"{w} {sample[w]['live_heap_mb']} MB" for w in apps)
+                )
                 say(
                     f"  {t / 60:5.1f} min "
                     + " | ".join(
@@ -460,6 +501,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             k: flatness(flat_samples, k, warm, stopped_at)
             for k in ("heap_used_mb", "heap_old_mb", "heap_committed_mb")
         }
+        live = [s[w]["live_heap_mb"] for s in samples if s[w].get("live_heap_mb") is not None]
+        heap[w]["live_heap_mb"] = {"series": live}
     series["broker"] = {"broker_mb": flatness(samples, "broker_mb", warm, stopped_at)}
     return {
         "rates": rates,
@@ -504,7 +547,9 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> bool:
     say("JVM heap (jstat -gc, once a minute; for the reading of jvm_mb, not judged):")
     for who, per in result.get("jvm_heap", {}).items():
         for key, f in per.items():
-            if f["first"] is not None:
+            if key == "live_heap_mb":
+                say(f"  {who} live heap after each forced full GC (MB): {f['series']}")
+            elif f["first"] is not None:
                 say(
                     f"  {who} {key}: {f['first']:.0f} -> {f['last']:.0f} ({f['change']:+.1%}), "
                     f"max {f['max']:.0f}"
@@ -538,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--down", type=float, default=10.0, help="seconds the broker stays down")
     ap.add_argument("--warmup", type=float, default=10.0, help="minutes before memory is judged")
     ap.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
+    ap.add_argument(
+        "--live-every", type=float, default=10.0, help="minutes between the JVMs' live-heap checks (full GCs)"
+    )
     ap.add_argument("--drain-timeout", type=float, default=600.0)
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--commit-ms", type=int, default=1000)
