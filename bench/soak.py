@@ -457,14 +457,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 next_line += 60
                 for w, app in apps.items():
                     sample[w].update(app.heap())
-            if t >= next_live and not stopped_at:
-                next_live += args.live_every * 60
-                for w, app in apps.items():
-                    sample[w]["live_heap_mb"] = app.live_heap()
-                say(
-                    "  live heap after a full GC: "
-                    + ", ".join(f"{w} {sample[w]['live_heap_mb']} MB" for w in apps)
-                )
                 say(
                     f"  {t / 60:5.1f} min "
                     + " | ".join(
@@ -475,6 +467,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         for w in apps
                     )
                     + f" | broker {sample['broker_mb']} MB"
+                )
+            if t >= next_live and not stopped_at:
+                next_live += args.live_every * 60
+                for w, app in apps.items():
+                    sample[w]["live_heap_mb"] = app.live_heap()
+                say(
+                    f"  {t / 60:5.1f} min live heap after a full GC: "
+                    + ", ".join(f"{w} {sample[w]['live_heap_mb']} MB" for w in apps)
                 )
             samples.append(sample)
             if stopped_at and all(sample[w]["unanswered"] == 0 for w in apps):
