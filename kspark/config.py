@@ -478,7 +478,11 @@ _DEFS: dict[str, ConfigDef] = {
     ),
     "metric.reporters": _d("list", [], doc="Kafka Streams: classes that receive its metrics."),
     "metrics.recording.level": _d(
-        "str", "INFO", choices=("INFO", "DEBUG", "TRACE"), doc="Kafka Streams: which metrics are recorded."
+        "str",
+        "INFO",
+        choices=("INFO", "DEBUG", "TRACE"),
+        doc="Kafka Streams: which metrics are recorded; `DEBUG` (or `TRACE`) adds the state stores' "
+        "`<op>-rate` and `<op>-latency-avg/max`.",
     ),
     "metrics.sample.window.ms": _d(
         "long",

@@ -96,3 +96,53 @@ def test_builder_flags() -> None:
     assert b.build().caching_enabled is True
     w = Stores.window_store_builder(Stores.in_memory_window_store("j", 10, 1, True), None, None)
     assert w.with_caching_enabled().build().caching_enabled is False  # duplicates disable caching
+
+
+class _DebugContext(FakeContext):
+    def app_config(self) -> dict[str, Any]:
+        return {"application.id": "app", "metrics.recording.level": "DEBUG"}
+
+
+def test_store_operations_are_timed_at_the_debug_level_only() -> None:
+    builder = Stores.key_value_store_builder(
+        Stores.persistent_key_value_store("kv"), Serdes.String(), Serdes.Long()
+    )
+    quiet = builder.build()
+    quiet.init(FakeContext(), quiet)
+    quiet.put("a", 1)
+    assert quiet.op_stats == {} and "put" not in vars(quiet)  # INFO: the class's own methods, untouched
+
+    store = builder.build()
+    store.init(_DebugContext(), store)
+    store.put("a", 1)
+    store.put("b", 2)
+    assert store.get("a") == 1
+    with store.range("a", "z") as it:
+        assert [kv.key for kv in it] == ["a", "b"]
+    store.flush()
+    assert store.metrics_scope == "rocksdb"  # the supplier's, as Kafka tags the store
+    counts = {op: s.count for op, s in store.op_stats.items()}
+    assert counts == {
+        "get": 1, "put": 2, "put-if-absent": 0, "put-all": 0, "delete": 0,
+        "range": 1, "all": 0, "prefix-scan": 0, "flush": 1,
+    }  # fmt: skip
+    assert store.op_stats["put"].max >= store.op_stats["put"].min > 0  # nanoseconds, as Kafka's
+    store.close()
+
+
+def test_window_and_session_stores_time_put_fetch_and_remove() -> None:
+    window = Stores.window_store_builder(
+        Stores.in_memory_window_store("w", 60_000, 1_000, False), Serdes.String(), Serdes.Long()
+    ).build()
+    window.init(_DebugContext(), window)
+    window.put("k", 1, 0)
+    assert window.fetch("k", 0) == 1
+    list(window.fetch_all(0, 10))
+    assert window.metrics_scope == "in-memory-window"
+    assert {op: s.count for op, s in window.op_stats.items()} == {"put": 1, "fetch": 2, "flush": 0}
+    session = Stores.session_store_builder(
+        Stores.in_memory_session_store("s", 60_000), Serdes.String(), Serdes.Long()
+    ).build()
+    session.init(_DebugContext(), session)
+    assert session.metrics_scope == "in-memory-session"
+    assert set(session.op_stats) == {"put", "remove", "fetch", "flush"}

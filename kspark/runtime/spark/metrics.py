@@ -24,6 +24,10 @@ micro-batch is one commit. What kspark reports (docs/operations.md):
   that processed a record: ``record-e2e-latency-avg`` / ``-min`` / ``-max``
   over the sample window (the task's wall clock, set when its micro-batch
   starts, minus the record's timestamp), sent the same way;
+* ``stream-state-metrics`` per store operation, at the ``DEBUG`` recording
+  level only: ``<op>-rate``, ``<op>-latency-avg`` / ``-max`` (ns; tags
+  ``thread-id``, ``task-id``, ``<scope>-state-id``), timed by the stores'
+  typed layer (``kspark.state.internals.store_metrics``), sent the same way;
 * ``stream-metrics``: ``alive-stream-threads`` (running queries).
 
 Counts come from a ``StreamingQueryListener`` on the driver (every batch,
@@ -40,10 +44,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kspark.metrics import MetricName
 from kspark.processor.internals.latency import E2E_GROUP, LatencyStats
+from kspark.state.internals.store_metrics import STATE_GROUP
 
 __all__ = [
     "QueryMetrics",
@@ -56,6 +61,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+_K = TypeVar("_K")
 
 THREAD_GROUP = "stream-thread-metrics"
 TASK_GROUP = "stream-task-metrics"
@@ -71,6 +77,8 @@ class TaskReports:
 
     dropped: dict[str, int] = field(default_factory=dict)
     e2e: dict[tuple[str, str], LatencyStats] = field(default_factory=dict)
+    # (task id, store scope, store, operation) -> the operation's calls, latencies in ns
+    stores: dict[tuple[str, str, str, str], LatencyStats] = field(default_factory=dict)
 
 
 def task_reports(cells: Iterable[str]) -> TaskReports:
@@ -85,13 +93,21 @@ def task_reports(cells: Iterable[str]) -> TaskReports:
             out.dropped[task] = out.dropped.get(task, 0) + int(n)
         for task, nodes in report.get("e2e", {}).items():
             for node, stats in nodes.items():
-                got = LatencyStats.of(stats)
-                have = out.e2e.get((task, node))
-                if have is None:
-                    out.e2e[(task, node)] = got
-                else:
-                    have.merge(got)
+                _merge_into(out.e2e, (task, node), LatencyStats.of(stats))
+        for task, stores in report.get("stores", {}).items():
+            for store, timed in stores.items():
+                for operation, stats in timed["ops"].items():
+                    key = (task, str(timed["scope"]), store, operation)
+                    _merge_into(out.stores, key, LatencyStats.of(stats))
     return out
+
+
+def _merge_into(into: dict[Any, LatencyStats], key: Any, stats: LatencyStats) -> None:
+    have = into.get(key)
+    if have is None:
+        into[key] = stats
+    else:
+        have.merge(stats)
 
 
 @dataclass(frozen=True)
@@ -120,6 +136,11 @@ class QueryMetrics:
     # Every (task id, node) that reported an end-to-end latency, and those of the sample window.
     e2e_nodes: set[tuple[str, str]] = field(default_factory=set)
     e2e_window: deque[tuple[float, Mapping[tuple[str, str], LatencyStats]]] = field(default_factory=deque)
+    # Every (task id, scope, store, operation) timed (DEBUG level), and those of the sample window.
+    store_ops: set[tuple[str, str, str, str]] = field(default_factory=set)
+    store_window: deque[tuple[float, Mapping[tuple[str, str, str, str], LatencyStats]]] = field(
+        default_factory=deque
+    )
 
     def add(
         self,
@@ -147,6 +168,11 @@ class QueryMetrics:
             self.e2e_window.append((when, dict(tasks.e2e)))
         while self.e2e_window and self.e2e_window[0][0] < when - window_s:
             self.e2e_window.popleft()
+        if tasks is not None and tasks.stores:
+            self.store_ops.update(tasks.stores)
+            self.store_window.append((when, dict(tasks.stores)))
+        while self.store_window and self.store_window[0][0] < when - window_s:
+            self.store_window.popleft()
 
     def copy(self) -> QueryMetrics:
         return QueryMetrics(
@@ -159,6 +185,8 @@ class QueryMetrics:
             deque(self.dropped_window),
             set(self.e2e_nodes),
             deque(self.e2e_window),
+            set(self.store_ops),
+            deque(self.store_window),
         )
 
 
@@ -275,15 +303,28 @@ def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict
                 recent / window_s
             )
         for task, node in sorted(m.e2e_nodes):
-            stats = LatencyStats()
-            for _, batch in m.e2e_window:
-                if (task, node) in batch:
-                    stats.merge(batch[(task, node)])
+            stats = _in_window((task, node), m.e2e_window)
             tags = {"thread_id": name, "task_id": task, "processor_node_id": node}
             out[MetricName.of("record-e2e-latency-avg", E2E_GROUP, **tags)] = stats.avg()
             out[MetricName.of("record-e2e-latency-min", E2E_GROUP, **tags)] = stats.minimum()
             out[MetricName.of("record-e2e-latency-max", E2E_GROUP, **tags)] = stats.maximum()
+        for task, scope, store, operation in sorted(m.store_ops):
+            stats = _in_window((task, scope, store, operation), m.store_window)
+            store_tags = (("thread-id", name), ("task-id", task), (f"{scope}-state-id", store))
+            out[MetricName(f"{operation}-rate", STATE_GROUP, store_tags)] = stats.count / window_s
+            out[MetricName(f"{operation}-latency-avg", STATE_GROUP, store_tags)] = stats.avg()
+            out[MetricName(f"{operation}-latency-max", STATE_GROUP, store_tags)] = stats.maximum()
     return out
+
+
+def _in_window(key: _K, window: Iterable[tuple[float, Mapping[_K, LatencyStats]]]) -> LatencyStats:
+    """``key``'s stats summed over the batches of a sample window."""
+    stats = LatencyStats()
+    for _, batch in window:
+        got = batch.get(key)
+        if got is not None:
+            stats.merge(got)
+    return stats
 
 
 def end_offsets(progress: Mapping[str, Any] | None) -> dict[tuple[str, int], int]:

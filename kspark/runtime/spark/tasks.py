@@ -391,11 +391,14 @@ def next_offsets(frames: list[pd.DataFrame] | SpilledInput, partition: int) -> d
 def new_task_metrics(warms: Iterable[WarmTask | None]) -> str:
     """What these tasks report since this worker last said, for a stage row's ``task_metrics``
     column (``WRITTEN_DDL``): JSON ``{"dropped": {task id: records}, "e2e": {task id: {node:
-    [count, sum, min, max]}}}`` (``""`` when nothing). The driver sums the drops into
-    ``dropped-records-total`` per task and keeps the latencies over its sample window
-    (metrics.py). A task rebuilt elsewhere counts from 0 again, and so does its report."""
+    [count, sum, min, max]}}, "stores": {task id: {store: {"scope": ..., "ops": {operation:
+    [count, sum, min, max] (ns)}}}}}`` (``""`` when nothing; stores only at the DEBUG level).
+    The driver sums the drops into ``dropped-records-total`` per task and keeps the latencies
+    over its sample window (metrics.py). A task rebuilt elsewhere counts from 0 again, and so
+    does its report."""
     drops: dict[str, int] = {}
     e2e: dict[str, dict[str, list[float]]] = {}
+    stores: dict[str, dict[str, dict[str, Any]]] = {}  # task -> store -> its scope and timed operations
     for warm in warms:
         if warm is None:
             continue
@@ -408,11 +411,20 @@ def new_task_metrics(warms: Iterable[WarmTask | None]) -> str:
             taken = stats.take()
             if taken is not None:
                 e2e.setdefault(str(task.task_id), {})[node] = taken.to_list()
+        for name, store in task.stores.items():
+            for operation, stats in getattr(store, "op_stats", {}).items():
+                taken = stats.take()
+                if taken is not None:
+                    per_store = stores.setdefault(str(task.task_id), {}).setdefault(name, {})
+                    per_store.setdefault("scope", getattr(store, "metrics_scope", "unknown"))
+                    per_store.setdefault("ops", {})[operation] = taken.to_list()
     report: dict[str, Any] = {}
     if drops:
         report["dropped"] = drops
     if e2e:
         report["e2e"] = e2e
+    if stores:
+        report["stores"] = stores
     return json.dumps(report) if report else ""
 
 

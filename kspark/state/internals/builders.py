@@ -272,9 +272,11 @@ class _AbstractStoreBuilder(StoreBuilder[Any, Any]):
     def log_config(self) -> dict[str, str]:
         return dict(self._log_config)
 
-    @staticmethod
-    def _finish(store: _M, caching: bool) -> _M:
+    def _finish(self, store: _M, caching: bool) -> _M:
         store.caching_enabled = caching
+        scope = getattr(self.supplier, "metrics_scope", None)
+        if callable(scope):  # a user's supplier may not say; Kafka's interface requires it
+            store.metrics_scope = str(scope())
         return store
 
     def __repr__(self) -> str:

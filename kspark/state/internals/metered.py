@@ -16,12 +16,13 @@ timestamp, then the plain value bytes.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kspark.errors import ConfigException, InvalidStateStoreException, SerializationException
 from kspark.key_value import KeyValue
 from kspark.kstream.windowed import Windowed
+from kspark.processor.internals.latency import LatencyStats
 from kspark.serde.api import Deserializer, Serde, Serializer
 from kspark.serde.primitives import WrapperSerde
 from kspark.serde.serdes import Serdes
@@ -36,6 +37,7 @@ from kspark.state.api import (
 from kspark.state.internals.cache import configured_cache_max_bytes
 from kspark.state.internals.caching import CachingLayer
 from kspark.state.internals.iterators import MappedKeyValueIterator
+from kspark.state.internals.store_metrics import instrument, recording_debug
 
 if TYPE_CHECKING:
     from kspark.processor.api import ProcessorContext
@@ -141,6 +143,8 @@ class _MeteredStore(StateStore):
     """What every typed layer shares: serdes, lifecycle and the closed check."""
 
     _timestamped = False
+    # method -> Kafka Streams' operation name, timed at the DEBUG recording level (store_metrics.py)
+    _metered_ops: ClassVar[Mapping[str, str]] = {"flush": "flush"}
 
     def __init__(
         self, wrapped: Any, key_serde: Serde[Any] | str | None, value_serde: Serde[Any] | str | None
@@ -153,6 +157,10 @@ class _MeteredStore(StateStore):
         self._topic: str | None = None
         self._context: ProcessorContext | None = None
         self.caching_enabled = False
+        # Set by the builder from its supplier (Kafka's metricsScope): the state-id tag's prefix.
+        self.metrics_scope = "unknown"
+        # Each timed operation's calls since a runner last took them (empty at the INFO level).
+        self.op_stats: dict[str, LatencyStats] = {}
 
     @property
     def name(self) -> str:
@@ -174,6 +182,8 @@ class _MeteredStore(StateStore):
         register = getattr(context, "register", None)
         if callable(register):
             register(root, self._restore)
+        if not self.op_stats and recording_debug(context.app_configs()):
+            self.op_stats = instrument(self, self._metered_ops)
 
     def _restore(self, records: Iterable[RestoreRecord]) -> None:
         """Apply changelog records to the bytes store below the change-logging layer, then tell
@@ -269,6 +279,20 @@ class _MeteredStore(StateStore):
 class MeteredKeyValueStore(_MeteredStore, KeyValueStore[Any, Any]):
     """The typed key-value store processors use."""
 
+    _metered_ops: ClassVar[Mapping[str, str]] = {
+        "get": "get",
+        "put": "put",
+        "put_if_absent": "put-if-absent",
+        "put_all": "put-all",
+        "delete": "delete",
+        "range": "range",
+        "reverse_range": "range",
+        "all": "all",
+        "reverse_all": "all",
+        "prefix_scan": "prefix-scan",
+        "flush": "flush",
+    }
+
     def get(self, key: Any) -> Any:
         self._check_open()
         return self.value_from(self.wrapped.get(self.raw_key(key)))
@@ -334,6 +358,24 @@ class MeteredTimestampedKeyValueStore(MeteredKeyValueStore):
 class MeteredWindowStore(_MeteredStore, WindowStore[Any, Any]):
     """The typed window store processors use."""
 
+    _metered_ops: ClassVar[Mapping[str, str]] = {
+        "put": "put",
+        **dict.fromkeys(
+            (
+                "fetch",
+                "backward_fetch",
+                "fetch_range",
+                "backward_fetch_range",
+                "fetch_all",
+                "backward_fetch_all",
+                "all",
+                "backward_all",
+            ),
+            "fetch",
+        ),
+        "flush": "flush",
+    }
+
     def _flushed_key(self, raw_key: Any) -> Any:
         return self._windowed_key_from(raw_key)
 
@@ -394,6 +436,25 @@ class MeteredTimestampedWindowStore(MeteredWindowStore):
 
 class MeteredSessionStore(_MeteredStore, SessionStore[Any, Any]):
     """The typed session store processors use."""
+
+    _metered_ops: ClassVar[Mapping[str, str]] = {
+        "put": "put",
+        "remove": "remove",
+        **dict.fromkeys(
+            (
+                "fetch_session",
+                "fetch",
+                "backward_fetch",
+                "fetch_range",
+                "find_sessions",
+                "backward_find_sessions",
+                "find_sessions_range",
+                "find_sessions_by_end_time",
+            ),
+            "fetch",
+        ),
+        "flush": "flush",
+    }
 
     def _flushed_key(self, raw_key: Any) -> Any:
         return self._windowed_key_from(raw_key)

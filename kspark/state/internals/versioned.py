@@ -30,9 +30,9 @@ Versioned stores never cache (Kafka throws on ``with_caching_enabled``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from sortedcontainers import SortedDict
 
@@ -207,6 +207,13 @@ class ChangeLoggingVersionedKeyValueBytesStore(WrappedStateStore):
 class MeteredVersionedKeyValueStore(_MeteredStore, VersionedKeyValueStore[Any]):
     """The typed versioned store processors and the DSL use."""
 
+    _metered_ops: ClassVar[Mapping[str, str]] = {
+        "put": "put",
+        "delete": "delete",
+        "get": "get",
+        "flush": "flush",
+    }
+
     def put(self, key: Any, value: Any, timestamp: int) -> int:
         self._check_open()
         _check_timestamp(timestamp, "timestamp")
@@ -340,6 +347,7 @@ class VersionedKeyValueStoreBuilder(StoreBuilder[Any, Any]):
             inner = ChangeLoggingVersionedKeyValueBytesStore(inner)
         store = MeteredVersionedKeyValueStore(inner, self.key_serde, self.value_serde)
         store.caching_enabled = False
+        store.metrics_scope = self.supplier.metrics_scope()
         return store
 
     def with_caching_enabled(self) -> Self:

@@ -96,6 +96,17 @@ def test_e2e_latencies_are_merged_per_task_and_node_over_the_sample_window() -> 
     assert value(got, "avg", "src") == 1000 and math.isnan(value(got, "avg", "sink"))
 
 
+def test_store_operations_are_rates_and_latencies_per_store_with_kafka_streams_tags() -> None:
+    cell = '{"stores": {"0_1": {"counts": {"scope": "rocksdb", "ops": {"put": [3, 3000, 500, 1500]}}}}}'
+    m = QueryMetrics()
+    m.add(1.0, 3, 5.0, 0, 60.0, task_reports([cell, cell]))
+    got = thread_metrics({"q": m}, window_s=60.0)
+    tags = (("thread-id", "q"), ("task-id", "0_1"), ("rocksdb-state-id", "counts"))
+    assert got[MetricName("put-rate", "stream-state-metrics", tags)] == 6 / 60
+    assert got[MetricName("put-latency-avg", "stream-state-metrics", tags)] == 1_000
+    assert got[MetricName("put-latency-max", "stream-state-metrics", tags)] == 1_500
+
+
 def test_lag_is_the_last_stable_offset_minus_where_the_last_batch_ended() -> None:
     progress = {"sources": [{"endOffset": '{"in":{"0":10,"1":4}}'}, {"endOffset": {"t": {"0": 7}}}]}
     ends = end_offsets(progress)
@@ -251,6 +262,7 @@ def test_dropped_records_reach_the_driver_per_task_as_the_test_driver_counts_the
         "application.id": f"drops-{counted}",
         "bootstrap.servers": kafka.bootstrap_servers,
         "state.dir": str(tmp_path / "state"),
+        "metrics.recording.level": "DEBUG",  # the stores' metrics too
     }
     app = KafkaStreams(topology, config, spark=spark)
     try:
@@ -283,5 +295,16 @@ def test_dropped_records_reach_the_driver_per_task_as_the_test_driver_counts_the
         assert len(nodes & {n for n in e2e_nodes if "SOURCE" in n}) >= 2, nodes
         for (node, name), v in e2e.items():
             assert began - 1_100 <= v <= ended, (node, name, v)
+        # The join's table store (the engine's, on disk: Kafka's "rocksdb" scope): two rows put,
+        # looked up by the joined records; the natively counted stores are Spark's, not timed.
+        stores = {
+            (m.tags["task-id"], m.name): v
+            for m, v in app.metrics().items()
+            if m.group == "stream-state-metrics"
+        }
+        assert stores[("2_0", "put-rate")] > 0 and stores[("2_1", "put-rate")] > 0, stores
+        assert stores[("2_0", "get-latency-avg")] > 0, stores
+        tag_keys = {k for m in app.metrics() if m.group == "stream-state-metrics" for k in m.tags}
+        assert tag_keys == {"thread-id", "task-id", "rocksdb-state-id"}, tag_keys
     finally:
         app.close()
