@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> None:
     from kspark.config import StreamsConfig
     from kspark.runtime.spark import windowed_count
     from kspark.runtime.spark.lowering import native_count
-    from kspark.runtime.spark.tasks import TaskMeta, TopologySpec, WarmTask
+    from kspark.runtime.spark.tasks import TaskMeta, TopologySpec
+    from kspark.runtime.spark.warm import WarmTask
 
     topology = build({"workload": "W3", "input": "in", "output": "out", "table": "users"})
     config = {"application.id": "bench", "bootstrap.servers": "x:1"}

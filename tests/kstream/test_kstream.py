@@ -142,6 +142,7 @@ def test_branched_with_name_and_produced_stream_partitioner() -> None:
         .no_default_branch()
     )
     assert list(result) == ["s-named"]
+
     def to_zero(topic: str, key: Any, value: Any, partitions: int) -> int:
         return 0
 

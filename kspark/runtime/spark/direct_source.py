@@ -57,12 +57,11 @@ from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import read_range
 from kspark.runtime.spark.tasks import (
     TopologySpec,
-    new_task_metrics,
     process_stateless,
     process_stateless_feeds,
     raw_records,
-    warm_entry,
 )
+from kspark.runtime.spark.warm import new_task_metrics, warm_entry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

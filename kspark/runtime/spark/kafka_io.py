@@ -55,7 +55,7 @@ RECORD_DDL = (
 
 WRITTEN_DDL = "written long, task_metrics string"
 """What a stage returns to Spark: how many output records its Spark task wrote, and what its
-Kafka Streams tasks report (records dropped, end-to-end latencies: tasks.new_task_metrics)."""
+Kafka Streams tasks report (records dropped, end-to-end latencies: warm.new_task_metrics)."""
 
 
 SPARK_SOURCE_CONSUMER_DEFAULTS: dict[str, str] = {

@@ -533,13 +533,8 @@ class CountTail:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from kspark.runtime.spark.kafka_io import HeaderReader
         from kspark.runtime.spark.task_commit import TaskCommit
-        from kspark.runtime.spark.tasks import (
-            batch_started,
-            new_task_metrics,
-            warm_entry,
-            warm_stateless_task,
-            written_batch,
-        )
+        from kspark.runtime.spark.tasks import warm_stateless_task
+        from kspark.runtime.spark.warm import batch_started, new_task_metrics, warm_entry, written_batch
 
         exactly_once = str(self.spec.config.get("processing.guarantee")) == "exactly_once_v2"
         offsets: dict[int, int] = {}

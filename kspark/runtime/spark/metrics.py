@@ -19,7 +19,7 @@ micro-batch is one commit. What kspark reports (docs/operations.md):
 * ``stream-task-metrics`` per task that has dropped a record:
   ``dropped-records-total`` and ``dropped-records-rate`` (tags ``thread-id``,
   the query, and ``task-id``), counted by the tasks in the Python workers
-  and sent with each Spark task's row (``tasks.new_task_metrics``);
+  and sent with each Spark task's row (``warm.new_task_metrics``);
 * ``stream-processor-node-metrics`` per source and terminal node of a task
   that processed a record: ``record-e2e-latency-avg`` / ``-min`` / ``-max``
   over the sample window (the task's wall clock, set when its micro-batch
@@ -72,7 +72,7 @@ PRODUCER_GROUP = "producer-metrics"
 
 @dataclass
 class TaskReports:
-    """What a batch's rows say of its Kafka Streams tasks (``tasks.new_task_metrics``): records
+    """What a batch's rows say of its Kafka Streams tasks (``warm.new_task_metrics``): records
     dropped per task id, and end-to-end latencies per (task id, source or terminal node)."""
 
     dropped: dict[str, int] = field(default_factory=dict)

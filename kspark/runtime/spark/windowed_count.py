@@ -72,14 +72,17 @@ from kspark.runtime.spark.task_state import (
 from kspark.runtime.spark.tasks import (
     Sender,
     TopologySpec,
+    in_offset_order,
+    stateful_processor_base,
+)
+from kspark.runtime.spark.warm import (
     WarmTask,
     batch_started,
     current_warm,
     evict_warm,
-    in_offset_order,
     keep_warm,
     new_task_metrics,
-    stateful_processor_base,
+    written_frame,
 )
 from kspark.serde.windowed import window_store_key_to_binary
 from kspark.state.internals.cache import ENTRY_OVERHEAD_BYTES, configured_cache_max_bytes
@@ -142,7 +145,6 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
     ) -> Iterator[pd.DataFrame]:
-        import pandas as pd
 
         partition = task_of(int(key[0]))
         meta, warm = self._warm(partition)
@@ -151,9 +153,7 @@ class WindowedCountStage(stateful_processor_base()):  # type: ignore[misc]
         except BaseException:
             evict_warm(self.spec, partition)  # its counts may hold part of the failed batch
             raise
-        yield pd.DataFrame(
-            {"written": pd.Series([written], dtype="int64"), "task_metrics": [new_task_metrics([warm])]}
-        )
+        yield written_frame(written, new_task_metrics([warm]))
 
     def close(self) -> None:
         pass

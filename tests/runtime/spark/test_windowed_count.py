@@ -23,7 +23,7 @@ from kspark import Consumed, Produced, StreamsBuilder, TimeWindows
 from kspark.config import StreamsConfig
 from kspark.processor.api import Headers
 from kspark.processor.internals.records import OutputRecord
-from kspark.runtime.spark import task_commit, task_state, tasks, windowed_count
+from kspark.runtime.spark import task_commit, task_state, warm, windowed_count
 from kspark.runtime.spark.lowering import native_count
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import TopologySpec
@@ -216,7 +216,7 @@ def test_every_batch_forwards_the_latest_update_of_each_changed_window(
         run = _Run(windows, mp, cache_bytes=1 if small_cache else 1 << 20)
         for batch in _cut(records, cuts):
             if evict:  # the task ran elsewhere: restored from the changelog state
-                tasks.evict_warm(run.spec, 0)
+                warm.evict_warm(run.spec, 0)
             got, expected = run.batch(batch, in_order)
             assert got == expected
         run.driver.close()
@@ -227,7 +227,7 @@ def test_counts_survive_compaction_and_restore(monkeypatch: Any) -> None:
     run = _Run(TimeWindows(size=SIZE, grace=4_000), monkeypatch, instance="compact")
     for n in range(10):
         batch = [(k, 3_000 * n + 100 * i) for i, k in enumerate(["a", "b", "a", "c"])]
-        tasks.evict_warm(run.spec, 0)
+        warm.evict_warm(run.spec, 0)
         got, expected = run.batch(batch)
         assert got == expected
     assert len(run.handle.lists["changelog"].rows) <= 3
@@ -252,7 +252,7 @@ def test_a_full_cache_forwards_within_the_batch_and_memory_stays_bounded(monkeyp
     assert len(_Sent.records) > len(expected)  # forwarded before the commit too
     assert len(peak) > 2 and max(peak) <= 3  # flushed along the way; closed windows forgotten
     # the next batch continues from the persisted state, restored elsewhere
-    tasks.evict_warm(run.spec, 0)
+    warm.evict_warm(run.spec, 0)
     got, expected = run.batch([("a", 79_900), ("b", 80_000)], in_order=True)
     assert got == expected
 
@@ -261,8 +261,8 @@ def test_closed_windows_are_forgotten(monkeypatch: Any) -> None:
     run = _Run(TimeWindows(size=SIZE, grace=4_000), monkeypatch, instance="forget")
     run.batch([("a", 1_000), ("b", 2_000)])
     run.batch([("a", 50_000)])  # window [0, 10000) closed at 14,000
-    warm = tasks.warm_entry(run.spec, 0)
-    assert warm is not None and sorted(warm.latest) == [50_000 - 50_000 % SIZE]
+    kept = warm.warm_entry(run.spec, 0)
+    assert kept is not None and sorted(kept.latest) == [50_000 - 50_000 % SIZE]
 
 
 def test_dropped_records_are_logged_as_the_engine_logs_them(monkeypatch: Any, caplog: Any) -> None:
@@ -287,6 +287,6 @@ def test_a_window_open_by_one_millisecond_survives_a_restore(monkeypatch: Any) -
     # stream time 23,999: window [10000, 20000) closes at 24,000 (end + grace)
     got, expected = run.batch([("a", 10_000), ("b", 23_999)])
     assert got == expected
-    tasks.evict_warm(run.spec, 0)  # the next batch runs on another worker
+    warm.evict_warm(run.spec, 0)  # the next batch runs on another worker
     got, expected = run.batch([("a", 10_500)])
     assert got == expected and [(n, ts) for n, ts, _ in got.values()] == [(2, 10_500)]
