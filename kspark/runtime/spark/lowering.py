@@ -534,7 +534,7 @@ class CountTail:
         from kspark.runtime.spark.kafka_io import HeaderReader
         from kspark.runtime.spark.task_commit import TaskCommit
         from kspark.runtime.spark.tasks import warm_stateless_task
-        from kspark.runtime.spark.warm import batch_started, new_task_metrics, warm_entry, written_batch
+        from kspark.runtime.spark.warm import new_task_metrics, refresh_wall_clock, warm_entry, written_batch
 
         exactly_once = str(self.spec.config.get("processing.guarantee")) == "exactly_once_v2"
         offsets: dict[int, int] = {}
@@ -593,7 +593,7 @@ class CountTail:
                     task = warm_stateless_task(self.spec, partition).task
                     tail = tails.get(partition)
                     if tail is None:
-                        batch_started(task)
+                        refresh_wall_clock(task)
                         tail = tails[partition] = self.native.tail(task)
                     headers = headers_of.get((partition, offset)) if headers_of else None
                     if check is not None:

@@ -22,8 +22,9 @@ micro-batch is one commit. What kspark reports (docs/operations.md):
   and sent with each Spark task's row (``warm.new_task_metrics``);
 * ``stream-processor-node-metrics`` per source and terminal node of a task
   that processed a record: ``record-e2e-latency-avg`` / ``-min`` / ``-max``
-  over the sample window (the task's wall clock, set when its micro-batch
-  starts, minus the record's timestamp), sent the same way;
+  over the sample window (the task's wall clock, set as its micro-batch or
+  a chunk of it starts: ``warm.refresh_wall_clock``, minus the record's
+  timestamp), sent the same way;
 * ``stream-state-metrics`` per store operation, at the ``DEBUG`` recording
   level only: ``<op>-rate``, ``<op>-latency-avg`` / ``-max`` (ns; tags
   ``thread-id``, ``task-id``, ``<scope>-state-id``), timed by the stores'

@@ -76,12 +76,12 @@ from kspark.runtime.spark.versioned_changelog import (
 )
 from kspark.runtime.spark.warm import (
     WarmTask,
-    batch_started,
     current_warm,
     drop_earlier_runs,
     evict_warm,
     keep_warm,
     new_task_metrics,
+    refresh_wall_clock,
     warm_entry,
     written_batch,
     written_frame,
@@ -373,7 +373,7 @@ def process_stateless(
     (fused when it is a chain), and its output to ``sender``. ``headers`` holds each record's
     headers as the reader has them, ``to_headers`` makes ``Headers`` of one (None included)."""
     warm = warm_stateless_task(spec, partition)
-    batch_started(warm.task)
+    refresh_wall_clock(warm.task)
     if warm.fused is not None:
         warm.fused.process(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
     else:
@@ -388,7 +388,7 @@ def process_stateless_feeds(spec: TopologySpec, sender: Sender, partition: int, 
     (:func:`process_feeds`), and the output to ``sender``. Never fused: a fused chain takes one
     topic-partition's records in the order given."""
     task = warm_stateless_task(spec, partition).task
-    batch_started(task)
+    refresh_wall_clock(task)
     process_feeds(task, partition, feeds, lambda: sender.send(task.drain_output()))
     sender.send(_run(task))
 
@@ -679,7 +679,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
 
         spec.global_replica()
         task = warm.task
-        batch_started(task)
+        refresh_wall_clock(task)
         # Spark commits the task's state only with the whole micro-batch. At-least-once: output
         # written before a failure is written again by the retry. Exactly-once: the output is one
         # transaction, and a batch Kafka committed already only rebuilds the state (task_commit.py).
@@ -695,6 +695,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
             emitted, entries = _split_changelog(spec, task.drain_output(), changelogs, written_changelogs)
             commit.send(emitted)
             changelog.extend(entries)
+            refresh_wall_clock(task)  # the next chunk's records are taken from now on
 
         try:
             process_input(task, partition, frames, emit)

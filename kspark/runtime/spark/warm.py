@@ -38,7 +38,7 @@ __all__ = [
     "keep_warm",
     "drop_earlier_runs",
     "evict_warm",
-    "batch_started",
+    "refresh_wall_clock",
     "new_task_metrics",
     "written_batch",
     "written_frame",
@@ -188,8 +188,9 @@ def written_frame(n: int, task_metrics: str = "") -> pd.DataFrame:
     return pd.DataFrame({"written": pd.Series([n], dtype="int64"), "task_metrics": [task_metrics]})
 
 
-def batch_started(task: StreamTask) -> None:
-    """Set ``task``'s wall clock to now as a micro-batch (or a chunk of one) starts: what its
-    processors' ``current_system_time_ms()`` return and its ``record-e2e-latency`` is measured
-    against. A Kafka Streams thread, likewise, reads the clock once per loop, not per record."""
+def refresh_wall_clock(task: StreamTask) -> None:
+    """Set ``task``'s wall clock to now, as a micro-batch or a chunk of one (~10,000 records)
+    starts: what its processors' ``current_system_time_ms()`` return and its
+    ``record-e2e-latency`` is measured against. A Kafka Streams thread, likewise, reads the
+    clock once per loop, not per record."""
     task.set_wall_clock(int(time.time() * 1000))

@@ -77,11 +77,11 @@ from kspark.runtime.spark.tasks import (
 )
 from kspark.runtime.spark.warm import (
     WarmTask,
-    batch_started,
     current_warm,
     evict_warm,
     keep_warm,
     new_task_metrics,
+    refresh_wall_clock,
     written_frame,
 )
 from kspark.serde.windowed import window_store_key_to_binary
@@ -236,7 +236,6 @@ class _Batch:
         self.budget = configured_cache_max_bytes(warm.task.context)
         self.sender = sender
         self.tail = stage.native.tail(warm.task)
-        batch_started(warm.task)
         # The source node's record-e2e-latency: the records are counted here, not by the task.
         (source,) = {s.name: s for s in warm.task.topology.sources_by_topic.values()}
         self.source_e2e = warm.task.e2e[source]
@@ -253,6 +252,7 @@ class _Batch:
         offsets = data["offset"].to_numpy(dtype=np.int64)
         timestamps = data["timestamp"].to_numpy(dtype=np.int64)
         flags = data["has_headers"].to_numpy(dtype=bool)
+        refresh_wall_clock(self.warm.task)
         if len(timestamps):
             self.source_e2e.record_tally(
                 self.warm.task.wall_clock_ms(),
