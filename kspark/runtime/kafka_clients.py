@@ -295,11 +295,21 @@ def librdkafka_client(
     return {"bootstrap.servers": bootstrap, **others, **librdkafka_security(config, kind)}
 
 
+# The Java client's names of settings librdkafka has under another name.
+_LIBRDKAFKA_NAMES = {
+    "receive.buffer.bytes": "socket.receive.buffer.bytes",
+    "send.buffer.bytes": "socket.send.buffer.bytes",
+    "max.request.size": "message.max.bytes",
+}
+
+
 def prefixed_settings(config: Mapping[str, Any], kind: ClientKind) -> dict[str, Any]:
-    """The ``kind.*`` settings of ``config`` but the connection settings, the prefix removed."""
+    """The ``kind.*`` settings of ``config`` but the connection settings, the prefix removed and
+    the Java names librdkafka has under another name translated (``receive.buffer.bytes`` is its
+    ``socket.receive.buffer.bytes``)."""
     prefix = f"{kind}."
     return {
-        k[len(prefix) :]: v
+        _LIBRDKAFKA_NAMES.get(k[len(prefix) :], k[len(prefix) :]): v
         for k, v in config.items()
         if k.startswith(prefix) and not is_connection_setting(k[len(prefix) :])
     }
@@ -366,6 +376,17 @@ def check_client_settings(config: Mapping[str, Any]) -> None:
             names = ", ".join(sorted(redacted(settings)))
             raise ConfigException(
                 f"the {kind} clients' connection settings ({names}) are refused: {e}"
+            ) from None
+    # kspark's producers are all librdkafka's: a producer.* setting it does not take would fail
+    # every Spark task that writes. (A consumer.* one Spark's Java source takes: kspark's own
+    # consumers read with the connection settings, the direct read only with settings it knows.)
+    for name, value in prefixed_settings(config, "producer").items():
+        try:
+            Producer({name: value, "logger": _QUIET}).flush(0)
+        except (KafkaException, ValueError, TypeError) as e:
+            raise ConfigException(
+                f"producer.{name}: kspark's producers (librdkafka) do not take it ({e}); "
+                "see https://github.com/confluentinc/librdkafka/blob/master/CONFIGURATION.md"
             ) from None
 
 

@@ -273,3 +273,27 @@ def test_a_broker_that_does_not_answer_is_a_clear_error_after_the_timeout() -> N
     with pytest.raises(StreamsException, match=rf"Kafka at 127.0.0.1:{port} did not answer within 2 s"):
         cluster_metadata({"bootstrap.servers": f"127.0.0.1:{port}"}, timeout=2)
     assert time.monotonic() - started < 10
+
+
+def test_java_names_librdkafka_has_under_another_name_are_translated() -> None:
+    config = {**BASE, "consumer.receive.buffer.bytes": 1 << 20, "producer.max.request.size": 2 << 20}
+    assert prefixed_settings(config, "consumer") == {"socket.receive.buffer.bytes": 1 << 20}
+    assert prefixed_settings(config, "producer") == {"message.max.bytes": 2 << 20}
+    # Spark's Kafka source is a Java consumer: it takes the Java name as given.
+    assert spark_source_options(config)["kafka.receive.buffer.bytes"] == str(1 << 20)
+    check_client_settings(config)
+
+
+def test_a_producer_setting_librdkafka_does_not_take_fails_when_the_application_is_made() -> None:
+    with pytest.raises(ConfigException, match=r"producer\.buffer\.memory: kspark's producers \(librdkafka\)"):
+        check_client_settings({**BASE, "producer.buffer.memory": 33554432})
+    check_client_settings({**BASE, "producer.linger.ms": 20, "consumer.max.poll.records": 10_000})
+
+
+def test_the_exactly_once_marker_reader_takes_only_the_connection_settings() -> None:
+    from kspark.runtime.spark.task_commit import TaskCommit
+
+    config = {**BASE, "consumer.max.poll.records": 10_000, "security.protocol": "SSL"}
+    commit = TaskCommit(config, {}, "app-0_0", [("in", 0)])
+    assert commit.consumer_config == librdkafka_security(config, "consumer")
+    assert "max.poll.records" not in commit.consumer_config

@@ -44,7 +44,7 @@ from typing import Any
 
 from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.internals.records import OutputRecord
-from kspark.runtime.kafka_clients import librdkafka_security, prefixed_settings
+from kspark.runtime.kafka_clients import librdkafka_security
 from kspark.runtime.spark.kafka_io import RecordSender, committed_offsets, delivery_errors_into
 from kspark.runtime.spark.warm_pool import WarmPool
 
@@ -225,11 +225,9 @@ class TaskCommit:
         self.producer_config = dict(producer_config)
         self.transactional_id = transactional_id
         self.input_partitions = list(input_partitions)
-        # The group's offsets are read by a consumer of the application's consumer settings.
-        self.consumer_config = {
-            **prefixed_settings(config, "consumer"),
-            **librdkafka_security(config, "consumer"),
-        }
+        # The group's offsets are read by a consumer with the application's connection settings
+        # (its consumer.* tuning is the Java client's: Spark's source takes it, librdkafka may not).
+        self.consumer_config = librdkafka_security(config, "consumer")
         self.replay = False
         self.written = 0
         self._sender: RecordSender | None = None
