@@ -65,6 +65,11 @@ SPARK_SOURCE_CONSUMER_DEFAULTS: dict[str, str] = {
     # 53-56 s at 500 ms, 3.2-3.4 s at 10 ms). A task reads a known offset range, so a short wait adds
     # no requests while records flow.
     "kafka.fetch.max.wait.ms": "10",
+    # Spark's source polls its consumer for one record at a time from the records of a poll; at
+    # the Java default of 500 a poll, W2's 10M-record batch under exactly_once_v2 took 27-28 s,
+    # at 10,000 20.3 s (bench/results/w2-10m-eos-consumer-04f456c). The records are those the
+    # consumer has fetched already: no more memory.
+    "kafka.max.poll.records": "10000",
 }
 """Options of Spark's Kafka source that kspark sets unless ``consumer.*`` settings give them."""
 
