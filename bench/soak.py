@@ -271,11 +271,13 @@ class App:
         driver = procs.get(self.proc.pid)
         jvm = sum(rss for comm, rss, _ in procs.values() if comm == "java")
         # Python workers only: a child the JVM forks to run a command is named after the forking
-        # thread and, until it execs, shows the whole JVM's RSS (a 1.2 GB "worker" for a moment).
+        # thread and, until it execs, shows the whole JVM's RSS (a 1.2 GB "worker" for a moment);
+        # its command line is still the JVM's, which names pyspark's jars, so only the program
+        # (argv[0]) tells it from a worker.
         workers = [
             rss
             for pid, (comm, rss, _) in procs.items()
-            if pid != self.proc.pid and comm != "java" and b"python" in _cmdline(pid)
+            if pid != self.proc.pid and comm != "java" and b"python" in _program(pid)
         ]
         return {
             "driver_mb": round((driver[1] if driver else 0) / 2**20, 1),
@@ -353,12 +355,14 @@ def jvm_options() -> str:
     return f"{base} -Xms1g -XX:+AlwaysPreTouch"
 
 
-def _cmdline(pid: int) -> bytes:
+def _program(pid: int) -> bytes:
+    """The file name of the program ``pid`` runs (its argv[0], without the directory)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read()
+            argv0 = fh.read().split(b"\0", 1)[0]
     except OSError:
         return b""
+    return argv0.rsplit(b"/", 1)[-1]
 
 
 def flatness(samples: list[dict[str, Any]], key: str, warmup_s: float, end_s: float) -> dict[str, Any]:

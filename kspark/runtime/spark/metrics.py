@@ -8,9 +8,12 @@ micro-batch is one commit. What kspark reports (docs/operations.md):
 * ``stream-thread-metrics`` per query: ``process-total`` (input records),
   ``process-rate``, ``commit-total`` (micro-batches), ``commit-rate``,
   ``commit-latency-avg`` / ``-max`` (a batch's ``triggerExecution`` time:
-  planning, processing, writing and committing), rates and latencies over
-  Kafka's default sample window (``metrics.sample.window.ms`` x
-  ``metrics.num.samples``, 60 s);
+  planning, processing, writing and committing), ``process-latency-avg`` /
+  ``-max`` (a batch's ``addBatch`` time, processing and writing, divided by
+  its input records: Kafka Streams' thread divides a processing pass's time
+  by the records it processed), rates and latencies over Kafka's default
+  sample window (``metrics.sample.window.ms`` x ``metrics.num.samples``,
+  60 s);
 * ``consumer-fetch-manager-metrics`` per query: ``records-lag`` per input
   topic-partition (its last stable offset minus where the query's last
   committed batch ended) and ``records-lag-max``;
@@ -142,6 +145,8 @@ class QueryMetrics:
     store_window: deque[tuple[float, Mapping[tuple[str, str, str, str], LatencyStats]]] = field(
         default_factory=deque
     )
+    # (when, processing ms per input record) of the sample window's batches that read any
+    process_window: deque[tuple[float, float]] = field(default_factory=deque)
 
     def add(
         self,
@@ -151,7 +156,10 @@ class QueryMetrics:
         written: int,
         window_s: float,
         tasks: TaskReports | None = None,
+        process_ms: float | None = None,
     ) -> None:
+        """One committed batch at ``when``: ``latency_ms`` its whole time, ``process_ms`` the part
+        spent processing and writing (None: not known)."""
         self.records += records
         self.commits += 1
         self.written += written
@@ -174,6 +182,10 @@ class QueryMetrics:
             self.store_window.append((when, dict(tasks.stores)))
         while self.store_window and self.store_window[0][0] < when - window_s:
             self.store_window.popleft()
+        if process_ms is not None and records > 0:
+            self.process_window.append((when, process_ms / records))
+        while self.process_window and self.process_window[0][0] < when - window_s:
+            self.process_window.popleft()
 
     def copy(self) -> QueryMetrics:
         return QueryMetrics(
@@ -188,6 +200,7 @@ class QueryMetrics:
             deque(self.e2e_window),
             set(self.store_ops),
             deque(self.store_window),
+            deque(self.process_window),
         )
 
 
@@ -215,7 +228,13 @@ class ProgressListener:
         self.on_commit: Callable[[str, int, dict[tuple[str, int], int]], None] | None = None
 
     def on_progress(
-        self, name: str, batch_id: int, rows: int, latency_ms: float, ends: dict[tuple[str, int], int]
+        self,
+        name: str,
+        batch_id: int,
+        rows: int,
+        latency_ms: float,
+        ends: dict[tuple[str, int], int],
+        process_ms: float | None = None,
     ) -> None:
         if not self.watch(name):
             return
@@ -223,7 +242,9 @@ class ProgressListener:
         with self.lock:
             metrics = self.queries.setdefault(name, QueryMetrics())
             records = rows if counts.records is None else counts.records
-            metrics.add(time.monotonic(), records, latency_ms, counts.written, self.window_s, counts.tasks)
+            metrics.add(
+                time.monotonic(), records, latency_ms, counts.written, self.window_s, counts.tasks, process_ms
+            )
             if ends:
                 metrics.ends = ends
         if self.on_commit is not None:
@@ -249,6 +270,7 @@ class ProgressListener:
                     int(progress.numInputRows),
                     float(durations.get("triggerExecution", 0)),
                     end_offsets({"sources": sources}),
+                    float(durations["addBatch"]) if "addBatch" in durations else None,
                 )
 
             def onQueryIdle(self, event: Any) -> None:
@@ -291,6 +313,9 @@ def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict
         # Kafka reports NaN for an average and a maximum without samples.
         put("commit-latency-avg", sum(latencies) / len(latencies) if latencies else float("nan"))
         put("commit-latency-max", max(latencies) if latencies else float("nan"))
+        per_record = [ms for _, ms in m.process_window]
+        put("process-latency-avg", sum(per_record) / len(per_record) if per_record else float("nan"))
+        put("process-latency-max", max(per_record) if per_record else float("nan"))
         # Its producers' output, as a Kafka producer's metrics (client-id: the query).
         sent = sum(written for _, _, _, written in m.window)
         out[MetricName.of("record-send-total", PRODUCER_GROUP, client_id=name)] = float(m.written)

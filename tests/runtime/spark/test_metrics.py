@@ -54,6 +54,26 @@ def test_thread_metrics_are_totals_and_rates_over_the_sample_window() -> None:
     assert str(idle[MetricName.of("commit-latency-avg", "stream-thread-metrics", thread_id="q")]) == "nan"
 
 
+def test_process_latency_is_a_batchs_processing_time_per_input_record() -> None:
+    # Kafka Streams' thread records a processing pass's time divided by the records it processed.
+    m = QueryMetrics()
+    m.add(1.0, 1_000, 900.0, 0, 60.0, process_ms=500.0)  # 0.5 ms a record
+    m.add(2.0, 0, 30.0, 0, 60.0, process_ms=10.0)  # read nothing: no sample
+    m.add(3.0, 4_000, 900.0, 0, 60.0, process_ms=400.0)  # 0.1 ms a record
+    m.add(4.0, 10, 900.0, 0, 60.0)  # its processing time unknown: no sample
+
+    def value(name: str, metrics: QueryMetrics) -> float:
+        got = thread_metrics({"q": metrics}, window_s=60.0)
+        return got[MetricName.of(name, "stream-thread-metrics", thread_id="q")]
+
+    assert value("process-latency-avg", m) == pytest.approx(0.3)
+    assert value("process-latency-max", m) == pytest.approx(0.5)
+    m.add(62.0, 100, 900.0, 0, 60.0, process_ms=100.0)  # 1 ms a record; the first batch left the window
+    assert value("process-latency-avg", m) == pytest.approx(0.55)
+    assert value("process-latency-max", m) == pytest.approx(1.0)
+    assert str(value("process-latency-avg", QueryMetrics())) == "nan"
+
+
 def test_dropped_records_are_summed_per_task_from_the_batch_rows() -> None:
     cells = ["", '{"dropped": {"0_1": 2}}', '{"dropped": {"0_1": 1, "1_0": 4}}', ""]
     assert task_reports(cells).dropped == {"0_1": 3, "1_0": 4}
@@ -186,6 +206,10 @@ def test_metrics_count_records_commits_and_lag_and_prometheus_serves_them(
         assert [value("process-total", thread_id=q) for q in queries] == [200, 150]
         assert all((value("commit-total", thread_id=q) or 0) >= 1 for q in queries)
         assert all((value("commit-latency-max", thread_id=q) or 0) > 0 for q in queries)
+        # Spark's addBatch time per input record: under the whole batch's time, over nothing.
+        for q in queries:
+            per_record = value("process-latency-max", thread_id=q) or 0
+            assert 0 < per_record < (value("commit-latency-max", thread_id=q) or 0)
         # 150 records into mid; the count's output: one update per key and batch (cache on)
         assert value("record-send-total", "producer-metrics", client_id=queries[0]) == 150
         assert 5 <= (value("record-send-total", "producer-metrics", client_id=queries[1]) or 0) <= 150
