@@ -177,22 +177,35 @@ class OutputWatcher:
     """
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, checker: Checker) -> None:
-        self.consumer = Consumer(
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partitions = [TopicPartition(topic, p, 0) for p in range(partitions)]
+        self.checker = checker
+        self.position = dict.fromkeys(range(partitions), 0)
+        self.last_offset = dict.fromkeys(range(partitions), -1)
+        self.last_append_ms = 0
+        self.consumer = self._consumer()
+
+    def _consumer(self) -> Consumer:
+        """A consumer assigned the topic's partitions at the positions read so far."""
+        consumer = Consumer(
             {
-                "bootstrap.servers": bootstrap,
+                "bootstrap.servers": self.bootstrap,
                 "group.id": f"bench-watch-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 **READ_COMMITTED,
             }
         )
-        self.topic = topic
-        self.partitions = [TopicPartition(topic, p, 0) for p in range(partitions)]
-        self.consumer.assign(self.partitions)
-        self.checker = checker
-        self.position = dict.fromkeys(range(partitions), 0)
-        self.last_offset = dict.fromkeys(range(partitions), -1)
-        self.last_append_ms = 0
+        consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in self.position.items()])
+        return consumer
+
+    def reconnect(self) -> None:
+        """Start over with a new consumer from the positions read so far. After a broker restart
+        a consumer may keep failing every request (the soak's reader did, for the rest of
+        soak-60m-158ea45's hour, while a new one read at once)."""
+        old, self.consumer = self.consumer, self._consumer()
+        old.close()
 
     def high(self) -> int:
         """Summed end offsets a read_committed reader can reach (the last stable offsets)."""

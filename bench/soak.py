@@ -261,7 +261,9 @@ class App:
             if self.workload == "W4" and produced() > self.w4.n:
                 self.w4.resize(produced())
             self.watcher.drain(ends)
-        except KafkaException:
+        except KafkaException as e:
+            print(f"  {self.workload}'s output reader failed ({e}); it starts over", flush=True)
+            self.watcher.reconnect()
             return False
         return True
 
