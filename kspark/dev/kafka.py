@@ -202,7 +202,8 @@ def _tail(path: Path, lines: int = 40) -> str:
 class LocalKafka:
     """A single-node Apache Kafka (KRaft) on 127.0.0.1, as a context manager.
 
-    ``port=None`` picks a free port. ``heap`` is the JVM's ``-Xmx``.
+    ``port=None`` picks a free port. ``heap`` is the JVM's ``-Xmx``;
+    ``jvm_options`` go after kspark's own flags (a later ``-Xms`` wins).
     ``broker_config`` overrides or extends :data:`BROKER_DEFAULTS`.
     ``data_dir`` keeps the log directory (and broker log) there instead of a
     temporary directory that is deleted on stop.
@@ -229,11 +230,13 @@ class LocalKafka:
         log_level: str = "INFO",
         data_dir: str | os.PathLike[str] | None = None,
         security: bool = False,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         if security:
             kafka_security.require_trustme()  # fail here, not after the JVM started
         self._requested_port = port
         self._heap = heap
+        self._jvm_options = tuple(jvm_options)
         self._broker_config = dict(broker_config or {})
         self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout
@@ -432,6 +435,7 @@ class LocalKafka:
             str(java),
             f"-Xmx{self._heap}",
             *_JVM_FLAGS,
+            *self._jvm_options,
             f"-Dlog4j2.configurationFile={log4j}",
             f"-Dkafka.logs.dir={logs}",
             "-cp",
