@@ -91,6 +91,7 @@ def events_from(i: int) -> Any:
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS_PYTHON = os.environ.get("BENCH_PEERS_PYTHON", "/tmp/venvpeers/bin/python")
+FLINK_PYTHON = os.environ.get("BENCH_FLINK_PYTHON", "/tmp/venvflink/bin/python")
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,11 @@ def _py(
     module: str, python: Callable[[argparse.Namespace], str]
 ) -> Callable[[dict[str, Any], argparse.Namespace], list[str]]:
     return lambda spec, args: [python(args), "-m", module, json.dumps(spec)]
+
+
+def _pyflink(*flags: str) -> Callable[[dict[str, Any], argparse.Namespace], list[str]]:
+    """bench/systems/pyflink_app.py under the PyFlink interpreter; ``--sql`` for its SQL variant."""
+    return lambda spec, args: [args.flink_python, "-m", "bench.systems.pyflink_app", json.dumps(spec), *flags]
 
 
 def _kstreams(spec: dict[str, Any], _args: argparse.Namespace) -> list[str]:
@@ -175,6 +181,20 @@ SYSTEMS: dict[str, System] = {
             instances=lambda spec: int(spec["partitions"]),
             no_exactly_once="its app (bench/systems/faust_app.py) runs at-least-once only; Faust's own "
             "exactly_once mode is not wired into the harness",
+        ),
+        System(
+            "pyflink",
+            _pyflink(),
+            {"W2": "long", "W3": "long"},
+            ("W1", "W2", "W3", "W4"),
+            guarantees=GUARANTEES,
+        ),
+        System(
+            "pyflink-sql",
+            _pyflink("--sql"),
+            {"W2": "long", "W3": "long"},
+            ("W2", "W3"),
+            guarantees=GUARANTEES,
         ),
         System(
             "kstreams",
@@ -674,6 +694,11 @@ def add_common_args(ap: argparse.ArgumentParser, *, workloads: str, systems: str
     ap.add_argument("--latency-warmup", type=float, default=45.0)
     ap.add_argument("--python", default=sys.executable, help="interpreter with kspark and pyspark")
     ap.add_argument("--peers-python", default=PEERS_PYTHON, help="interpreter with quixstreams and faust")
+    ap.add_argument(
+        "--flink-python",
+        default=FLINK_PYTHON,
+        help="interpreter with apache-flink (bench/requirements-pyflink.txt; default $BENCH_FLINK_PYTHON)",
+    )
     ap.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "kspark-bench-logs"))
     ap.add_argument("--json", help="also write the results as JSON here")
     ap.add_argument(
