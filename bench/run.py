@@ -126,6 +126,17 @@ def _pyflink(*flags: str) -> Callable[[dict[str, Any], argparse.Namespace], list
     return lambda spec, args: [args.flink_python, "-m", "bench.systems.pyflink_app", json.dumps(spec), *flags]
 
 
+# kspark on Spark's local-cluster master: one executor JVM per partition (one core, 1 GB heap each,
+# with their own Python workers) beside the driver, so records cross processes as on a cluster.
+LOCAL_CLUSTER = "local-cluster[{partitions},1,1024]"
+
+
+def _kspark_cluster(spec: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    master = LOCAL_CLUSTER.format(partitions=spec["partitions"])
+    spec = {**spec, "extra": {"spark.master": master, **spec.get("extra", {})}}
+    return [args.python, "-m", "bench.systems.kspark_app", json.dumps(spec)]
+
+
 def _kstreams(spec: dict[str, Any], _args: argparse.Namespace) -> list[str]:
     return [
         jvm.java(),
@@ -153,6 +164,13 @@ SYSTEMS: dict[str, System] = {
         System(
             "kspark",
             _py("bench.systems.kspark_app", lambda a: a.python),
+            {"W2": "long", "W3": "long"},
+            ("W1", "W2", "W3", "W4"),
+            guarantees=GUARANTEES,
+        ),
+        System(
+            "kspark-cluster",
+            _kspark_cluster,
             {"W2": "long", "W3": "long"},
             ("W1", "W2", "W3", "W4"),
             guarantees=GUARANTEES,
@@ -289,6 +307,7 @@ def _spec(
     state_dir: str,
 ) -> dict[str, Any]:
     """What a system process is told to run (its one command-line argument, as JSON)."""
+    kspark = system.name.startswith("kspark")  # --kspark-conf is for every kspark variant
     return {
         "workload": workload,
         "bootstrap": kafka.bootstrap_servers,
@@ -300,7 +319,7 @@ def _spec(
         "commit_ms": args.commit_ms,
         "guarantee": args.guarantee,
         "partitions": args.partitions,
-        "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if system.name == "kspark" else {},
+        "extra": dict(kv.split("=", 1) for kv in args.kspark_conf) if kspark else {},
     }
 
 

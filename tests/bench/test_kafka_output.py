@@ -8,12 +8,17 @@ and a non-transactional batch.
 
 from __future__ import annotations
 
+import json
 import struct
+import uuid
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from bench.kafka_output import VisibleTimes, batches
+from bench.kafka_output import OutputWatcher, VisibleTimes, batches
+from bench.workloads import Checker, expected
+from kspark.dev.kafka import LocalKafka
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 
@@ -102,3 +107,28 @@ def test_an_empty_partition_has_no_visible_record(tmp_path: Path) -> None:
     part = tmp_path / "out-1"
     part.mkdir()
     assert VisibleTimes(batches(part)).at(np.array([0])).tolist() == [-1]
+
+
+@pytest.mark.integration
+def test_a_drain_folds_nothing_past_its_target(kafka: LocalKafka) -> None:
+    """Records appended after the ends a drain was given wait for a later drain: the soak sizes its
+    checker between taking the ends and draining, and an output of an input produced after that
+    was otherwise "unexpected" and never counted (4,214 of W4's in soak-60m-d794bfd)."""
+    topic = f"drain-target-{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, 1)
+    want = expected("W4", 10)
+    out = [(b"k", json.dumps(want[i]).encode(), None) for i in range(10)]
+    checker = Checker("W4", 4)
+    watcher = OutputWatcher(kafka.bootstrap_servers, topic, 1, checker)
+    try:
+        kafka.produce(topic, out[:4])
+        target = watcher.ends()
+        kafka.produce(topic, out[4:])  # appended after the ends were taken, before the drain reads
+        watcher.drain(target)
+        assert (checker.records, checker.distinct) == (4, 4)
+        checker.resize(10)
+        watcher.drain()
+        assert (checker.records, checker.distinct, checker.duplicates) == (10, 10, 0)
+        assert checker.verdict() is None, checker.verdict()
+    finally:
+        watcher.close()
