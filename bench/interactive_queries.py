@@ -44,6 +44,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from bench.run import SYSTEMS, add_common_args, export_kspark, preload, run_system
+from bench.stalls import StallWatch
 from kspark.dev.kafka import LocalKafka, free_port
 
 TRIGGER_MS = 1000
@@ -218,14 +219,19 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         reader = threading.Thread(target=python_reader)
         pauses = _GcPauses()
         gc.callbacks.append(pauses)
+        stalls = StallWatch() if args.stalls else None
         t_start = time.monotonic()
         reader.start()
+        if stalls is not None:
+            stalls.start()
         try:
             http = json.loads(client.communicate(timeout=args.seconds + 120)[0])
         finally:
             stop.set()
             reader.join()
             gc.callbacks.remove(pauses)
+            if stalls is not None:
+                stalls.stop()
         elapsed = time.monotonic() - t_start
         errors += [f"http: {e}" for e in http["errors"]]
         w2_processed = sum(w2.position().get_partition_positions(w2_topic).values()) - w2_before
@@ -242,6 +248,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
             "trigger_ms": TRIGGER_MS,
             "errors": errors[:10],
             "error_count": len(errors),
+            **({"stalls": stalls.summary()} if stalls is not None else {}),
         }
     finally:
         app.close()
@@ -264,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=("httpx", "wrk"),
         default="httpx",
         help="httpx: Python, --lookup-rate requests/s; wrk: C, one connection as fast as it answers",
+    )
+    ap.add_argument(
+        "--stalls",
+        action="store_true",
+        help="also record the application process's interpreter stalls and where its threads were "
+        "(bench/stalls.py)",
     )
     args = ap.parse_args(argv)
     args.commit_ms = TRIGGER_MS
