@@ -24,9 +24,10 @@ import time
 __all__ = ["main", "run"]
 
 
-def run(workload: str, n: int, fused: bool = False) -> tuple[float, int] | None:
+def run(workload: str, n: int, fused: bool = False, lines: bool = False) -> tuple[float, int] | None:
     """(CPU seconds, output records incl. changelog) of one task over ``n`` input records;
-    ``fused``: run the task as a fused chain (None if it is not one)."""
+    ``fused``: run the task as a fused chain (None if it is not one); ``lines``: run its fusable
+    lines from a source fused, as the Spark runner's stateful tasks do (None if it has none)."""
     from bench.systems.kspark_app import build
     from bench.workloads import event_value, events, users
     from kspark.processor.api import Headers
@@ -41,6 +42,8 @@ def run(workload: str, n: int, fused: bool = False) -> tuple[float, int] | None:
     records = [RawRecord("in", 0, i, e.ts, e.key.encode(), event_value(e)) for i, e in enumerate(events(n))]
     chain = FusedChain.of(task) if fused else None
     if fused and chain is None:
+        return None
+    if lines and not task.fuse_sources():
         return None
     if workload == "W4":
         # The table's records all precede the events (their timestamps do), as the task would
@@ -67,17 +70,16 @@ def main(argv: list[str] | None = None) -> None:
     print("| workload | path | records | CPU s | records per CPU-second | outputs (incl. changelog) |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for w in [x.strip().upper() for x in args.workload.split(",") if x.strip()]:
-        for fused in (False, True):
+        for path in ("engine", "fused", "fused lines"):
             profiler = cProfile.Profile() if args.profile else None
             if profiler is not None:
                 profiler.enable()
-            result = run(w, args.records, fused)
+            result = run(w, args.records, path == "fused", path == "fused lines")
             if profiler is not None:
                 profiler.disable()
             if result is None:
                 continue
             seconds, outputs = result
-            path = "fused" if fused else "engine"
             rate = args.records / seconds
             n = args.records
             print(f"| {w} | {path} | {n:,} | {seconds:.2f} | {rate:,.0f} | {outputs:,} |", flush=True)

@@ -118,8 +118,13 @@ class MicroBatchReference:
         partitions: int,
         interleaving: Interleaving = CANONICAL,
         topics: Topics = IDENTITY,
+        fused: bool = False,
     ) -> None:
         self.scenario = scenario
+        # Run the tasks' fusable lines from a source as closures (StreamTask.fuse_sources), as the
+        # Spark runner's executors do; the sources fused, by task.
+        self.fused = fused
+        self.fused_sources: dict[str, list[str]] = {}
         self.topics = topics
         self.config = StreamsConfig(dict(config))
         self.rng = random.Random(interleaving.seed) if interleaving.seed is not None else None
@@ -219,6 +224,8 @@ class MicroBatchReference:
                 partition=partition,
             )
             task.initialize()
+            if self.fused:
+                self.fused_sources[task.task_id] = task.fuse_sources()
             self.tasks[(sub, partition)] = task
         return task
 
@@ -332,16 +339,20 @@ def microbatch_outputs(
     interleaving: Interleaving = CANONICAL,
     shift: int = 0,
     topics: Topics = IDENTITY,
+    fused: dict[str, list[str]] | None = None,
 ) -> PerKey:
     """The scenario's outputs on the micro-batch reference: its steps (wall-clock ones skipped) in
     ``restarts + 1`` contiguous slices, each preloaded then run to the end. ``topics``: the real
     topic names (a Spark run's, so that whatever counts a topic name's bytes, such as a
-    suppression buffer's size, counts the same)."""
-    ref = MicroBatchReference(scenario, config, partitions, interleaving, topics)
+    suppression buffer's size, counts the same). ``fused``: given, the tasks run their fusable
+    lines fused, and it receives the sources fused by task."""
+    ref = MicroBatchReference(scenario, config, partitions, interleaving, topics, fused is not None)
     try:
         for part in slices(scenario.steps, restarts + 1):
             ref.feed(input_records(scenario, partitions, part, shift))
             ref.run()
+        if fused is not None:
+            fused.update(ref.fused_sources)
         return ref.outputs()
     finally:
         ref.close()

@@ -122,6 +122,25 @@ def test_what_is_compared_is_defined(scenario: Scenario, partitions: int, cache:
         )
 
 
+@pytest.mark.parametrize(
+    ("scenario", "partitions", "cache"),
+    _MODE_CASES,
+    ids=[f"{s.name}/p{p}/cache-{'on' if c else 'off'}" for s, p, c in _MODE_CASES],
+)
+def test_lines_fused_from_a_source_give_the_engines_results(
+    scenario: Scenario, partitions: int, cache: bool
+) -> None:
+    # The Spark runner's executors run each task's fusable lines from a source as closures
+    # (StreamTask.fuse_sources): a stream-table join and the stateless operators around it.
+    config = _config(scenario, cache)
+    fused: dict[str, list[str]] = {}
+    got = project(microbatch_outputs(scenario, config, partitions, fused=fused), "exact", partitions)
+    if not any(fused.values()):
+        pytest.skip("no task has a fusable line from a source")
+    want = project(microbatch_outputs(scenario, config, partitions), "exact", partitions)
+    assert got == want, difference(got, want)
+
+
 _WALL = [s for s in CATALOG if any("wall" in step for step in s.steps) and not s.spark_skip]
 
 

@@ -25,6 +25,7 @@ from kspark.kstream.internals.graph import StreamTableJoinNode
 from kspark.kstream.internals.kstream_processors import ContextualProcessor
 from kspark.kstream.internals.value_getters import KTableValueGetter, KTableValueGetterSupplier
 from kspark.processor.api import Processor, ProcessorContext, Record
+from kspark.processor.internals.fused import Fusable, Step
 from kspark.processor.internals.records import ProcessorRecordContext
 
 __all__ = ["KStreamKTableJoin", "KStreamGlobalKTableJoin", "GracedStreamTableJoinNode", "record_dropped"]
@@ -37,7 +38,7 @@ def record_dropped(context: ProcessorContext, reason: str) -> None:
         hook(reason)
 
 
-class _JoinProcessor(ContextualProcessor):
+class _JoinProcessor(ContextualProcessor, Fusable):
     def __init__(
         self,
         getter: KTableValueGetter,
@@ -103,6 +104,35 @@ class _JoinProcessor(ContextualProcessor):
             table_value = None if vt is None else vt.value
         if self._left or table_value is not None:
             self._context.forward(record.with_value(self._joiner(record.key, record.value, table_value)))
+
+    def fusable(self) -> bool:
+        # A versioned table is read as of each record's timestamp and a grace period buffers the
+        # records: a step sees neither. Whether the table is versioned is known after init.
+        return (
+            self._grace_ms is None
+            and getattr(self, "_context", None) is not None
+            and not self._getter.is_versioned()
+        )
+
+    def fuse(self, forward: Step) -> Step:
+        key_mapper, joiner, left, get = self._key_mapper, self._joiner, self._left, self._getter.get
+        context = self._context
+
+        def step(key: Any, value: Any) -> None:
+            # process() and _do_join() as one; the key mapper is called twice, as they (and Kafka) do
+            mapped_key = key_mapper(key, value)
+            if value is None or (mapped_key is None and not left):
+                record_dropped(context, "Skipping record due to null join key or value.")
+                return
+            mapped_key = key_mapper(key, value)
+            table_value = None
+            if mapped_key is not None:
+                vt = get(mapped_key)
+                table_value = None if vt is None else vt.value
+            if left or table_value is not None:
+                forward(key, joiner(key, value, table_value))
+
+        return step
 
     def close(self) -> None:
         self._getter.close()

@@ -21,8 +21,12 @@ record by record:
   rest of the input goes the task's own path, with the partition time the
   task would have had.
 
-Only operators that see neither context nor state are fused (their
-processors are :class:`Fusable`); anything else leaves the task as it is.
+Only operators that see no record context are fused (their processors
+are :class:`Fusable`): stateless ones, and a stream-table join, which only
+reads its table through a value getter; anything else leaves the task as it
+is. A stateful task's records from a source whose line is fusable run
+through :meth:`FusedChain.take`, one at a time, in the order the task's
+partition group chooses (``StreamTask.fuse_sources``).
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ Step = Callable[[Any, Any], None]
 
 
 class Fusable(ABC):
-    """A processor that can run as a :data:`Step`: one that sees neither its context nor state.
+    """A processor that can run as a :data:`Step`: one that sees no record context (and no state
+    but what it reads through a value getter).
 
     Only kspark's own DSL processors are (a user's processor with a method of
     the same name is not fused).
@@ -63,6 +68,11 @@ class Fusable(ABC):
     @abstractmethod
     def fuse(self, forward: Step) -> Step:
         """This processor as a step that calls ``forward`` for each record it would forward."""
+
+    def fusable(self) -> bool:
+        """Whether this processor, as it is now, can be fused (a processor whose state decides it
+        says no before ``init``)."""
+        return True
 
 
 _NO_HEADERS = Headers()
@@ -91,9 +101,13 @@ def _fusable_line(entry: ProcessorNode) -> list[ProcessorNode] | str:
                 return f"sink {node.name} chooses its topic per record"
             if node.partitioner is not None:
                 return f"sink {node.name} has its own partitioner"
-        elif type(node) is not ProcessorNode or node.fixed_key or not isinstance(node.processor, Fusable):
+        elif type(node) is not ProcessorNode or node.fixed_key or not _fusable(node.processor):
             return f"{node.name} ({type(node.processor).__name__}) is not a fusable DSL operator"
     return chain
+
+
+def _fusable(processor: object) -> bool:
+    return isinstance(processor, Fusable) and processor.fusable()
 
 
 def fusion_blocker(topology: ProcessorTopology, default_extractor: Any) -> str | None:
@@ -371,6 +385,16 @@ class FusedChain:
 
     def _headers_of(self, raw: Any) -> Headers:
         return self._to_headers(raw) if raw else Headers()
+
+    def take(self, record: ConsumerRecord, timestamp: int, raw_key: Any, raw_value: Any) -> None:
+        """Run one input record of the chain's source through it, as ``SourceNode.process`` would
+        with the task's context set for it (``StreamTask.process``: it records the source's
+        end-to-end latency and turns a failure into the task's error)."""
+        self._topic, self._partition, self._offset = record.topic, record.partition, record.offset
+        self._timestamp = timestamp
+        self._raw, self._to_headers = (raw_key, raw_value, record.headers), Headers.copy
+        self._step(record.key, record.value)
+        self._fold()
 
     def forward_value(
         self,

@@ -18,6 +18,7 @@ task.set_wall_clock(ms); task.maybe_punctuate_system_time()
 task.drain_output()   # -> [OutputRecord(topic, partition|None, key, value, timestamp, headers)]
 task.stream_time, task.dropped_records_total
 task.e2e              # {node: LatencyStats}: record-e2e-latency of the source and terminal nodes
+task.fuse_sources()   # optional, after initialize(): fusable lines from a source run as closures
 task.close()
 ```
 
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException, TaskMigratedException
@@ -53,6 +54,9 @@ from kspark.processor.internals.record_collector import RecordCollector
 from kspark.processor.internals.record_queue import PartitionGroup, RecordQueue
 from kspark.processor.internals.records import ConsumerRecord, OutputRecord, ProcessorRecordContext, RawRecord
 from kspark.state.api import StateStore
+
+if TYPE_CHECKING:
+    from kspark.processor.internals.fused import FusedChain
 
 __all__ = ["StreamTask", "deserialize_raw"]
 
@@ -172,6 +176,7 @@ class StreamTask:
         self.e2e: dict[str, LatencyStats] = {
             n.name: LatencyStats() for n in topology.processors if isinstance(n, SourceNode) or not n.children
         }
+        self._fused_sources: dict[str, FusedChain] = {}  # by source node name: fuse_sources()
 
     # ------------------------------------------------------------------ TaskServices
     def stream_time(self) -> int:
@@ -298,14 +303,35 @@ class StreamTask:
         ctx.raw_key, ctx.raw_value = stamped.raw.key, stamped.raw.value
         ctx.current_node = queue.source
         self.e2e[queue.source.name].record(self._wall_clock_ms - stamped.timestamp)
+        fused = self._fused_sources.get(queue.source.name)
         try:
-            queue.source.process(Record(rec.key, rec.value, stamped.timestamp, rec.headers))
+            if fused is None:
+                queue.source.process(Record(rec.key, rec.value, stamped.timestamp, rec.headers))
+            else:
+                fused.take(rec, stamped.timestamp, stamped.raw.key, stamped.raw.value)
         except Exception as e:
             node = ctx.current_node.name if ctx.current_node else queue.source.name
             raise self.processing_failure(e, rec, node)  # noqa: B904 -- it sets the cause
         finally:
             ctx.current_node = None
         return True
+
+    def fuse_sources(self) -> list[str]:
+        """From now on, run the records of each source whose line of operators is fusable (to a
+        sink, see :mod:`~kspark.processor.internals.fused`) as closures, with the same results;
+        returns the sources fused. The order records are taken in, stream time and punctuation
+        stay the task's. A runner's choice: the TopologyTestDriver runs every record through the
+        nodes, the reference the fused lines are checked against."""
+        from kspark.processor.internals.fused import FusedChain
+
+        assert self._initialized, (
+            "fuse_sources() after initialize(): a join is fusable once it knows its table"
+        )
+        for source in {id(s): s for s in self.topology.sources_by_topic.values()}.values():
+            chain = FusedChain.after(self, source.name)
+            if chain is not None:
+                self._fused_sources[source.name] = chain
+        return sorted(self._fused_sources)
 
     def processing_failure(self, error: Exception, rec: ConsumerRecord, node_name: str) -> Exception:
         """What a failure while processing ``rec`` surfaces as, with its cause set: a

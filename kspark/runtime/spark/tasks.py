@@ -317,9 +317,20 @@ def warm_stateless_task(spec: TopologySpec, partition: int) -> WarmTask:
             raise StreamsException(
                 f"the plan fused sub-topology {spec.subtopology}, but its task {task.task_id} cannot be fused"
             )
+        if fused is None:
+            _fuse_sources(task)
         warm = WarmTask(0, task, fused=fused)
         keep_warm(spec, partition, warm)
     return warm
+
+
+def _fuse_sources(task: StreamTask) -> None:
+    """Run the task's fusable lines from a source as closures (``StreamTask.fuse_sources``): a
+    stream-table join and the stateless operators around it, one record at a time in the task's
+    order, as the TopologyTestDriver's nodes would run them."""
+    fused = task.fuse_sources()
+    if fused:
+        _log.debug("task %s runs the lines from %s fused", task.task_id, ", ".join(fused))
 
 
 class StatelessStage:
@@ -640,6 +651,7 @@ class TaskStage(stateful_processor_base()):  # type: ignore[misc]
             # here it is part of the task's state.
             task.partition_group.stream_time = meta.stream_time
             task.restore_wall_clock_schedules(meta.wall_clock_schedules)
+        _fuse_sources(task)
         return task, latest
 
     def handleInputRows(
