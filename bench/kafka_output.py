@@ -252,14 +252,16 @@ class OutputWatcher:
             if ts > self.last_append_ms:
                 self.last_append_ms = ts
         # A transaction's commit marker takes an offset no record has: the consumer's own
-        # position steps over it (the last record's offset + 1 would stop short of the end),
-        # where no record of the partition waits ahead of the target.
+        # position steps over it (the last record's offset + 1 would stop short of the end), up
+        # to the target. A partition with a record waiting ahead has delivered everything below
+        # the target (a partition is read in order): it is at the target.
         waiting = {int(m.partition() or 0) for m in self._ahead}
         for tp in self.consumer.position(self.partitions):
-            if tp.offset >= 0 and tp.partition not in waiting:
-                self.position[tp.partition] = max(
-                    self.position[tp.partition], min(tp.offset, target.get(tp.partition, 0))
-                )
+            p, end = tp.partition, target.get(tp.partition, 0)
+            if p in waiting:
+                self.position[p] = max(self.position[p], end)
+            elif tp.offset >= 0:
+                self.position[p] = max(self.position[p], min(tp.offset, end))
 
     def visible_end_ms(self, kafka: LocalKafka) -> int:
         """When the last record read became visible, over all partitions (0: nothing read)."""

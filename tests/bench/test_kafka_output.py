@@ -132,3 +132,39 @@ def test_a_drain_folds_nothing_past_its_target(kafka: LocalKafka) -> None:
         assert checker.verdict() is None, checker.verdict()
     finally:
         watcher.close()
+
+
+@pytest.mark.integration
+def test_a_drain_to_a_transactions_end_stops_at_its_marker(kafka: LocalKafka) -> None:
+    """A commit marker takes the offset before the end a read_committed reader can reach: a drain
+    whose next record waits past its target still ends (it spun on the marker's offset)."""
+    from confluent_kafka import Producer
+
+    topic = f"drain-marker-{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, 1)
+    want = expected("W4", 6)
+    producer = Producer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": f"t-{topic}", "linger.ms": 0}
+    )
+    producer.init_transactions(30)
+
+    def commit(ids: range) -> None:
+        producer.begin_transaction()
+        for i in ids:
+            producer.produce(topic, json.dumps(want[i]).encode(), b"k")
+        producer.commit_transaction(30)
+
+    checker = Checker("W4", 3)
+    watcher = OutputWatcher(kafka.bootstrap_servers, topic, 1, checker)
+    try:
+        commit(range(3))
+        target = watcher.ends()
+        assert target == {0: 4}  # three records and their commit marker
+        commit(range(3, 6))
+        watcher.drain(target)
+        assert (checker.records, checker.distinct, watcher.position[0]) == (3, 3, 4)
+        checker.resize(6)
+        watcher.drain()
+        assert (checker.records, checker.distinct, checker.duplicates) == (6, 6, 0)
+    finally:
+        watcher.close()
