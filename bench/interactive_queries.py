@@ -18,7 +18,10 @@ One :class:`kspark.dev.LocalKafka`, two parts:
    (``GET /state/keyvalue/keys/{key}``, one kept-alive connection, from a
    process of its own: bench/http_lookups.py), each at ``--lookup-rate``,
    timed one by one; the replicas' freshness (a batch's commit seen -> readable); the
-   rate W2 really processed at (its store's position over time).
+   rate W2 really processed at (its store's position over time). With
+   ``--baseline``, then the same HTTP lookups, W2 still running, against
+   bench/http_baseline.py: kspark's HTTP stack over a dict in a process of
+   its own, the floor any server in Python meets on this machine under this load.
 
 Part 2 runs the working tree's kspark (this process imports it). Results
 go to ``--json`` and a summary is printed with the issue's targets: Python
@@ -199,22 +202,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
                     errors.append(f"python: {key} -> {value}")
                 time.sleep(1 / args.lookup_rate)
 
-        # The HTTP client is a process of its own (bench/http_lookups.py), as a service's would be.
-        client = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bench.http_lookups",
-                f"http://127.0.0.1:{port}/state/keyvalue/keys/",
-                str(args.keys),
-                str(args.lookup_rate),
-                str(args.seconds),
-                args.http_client,
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=Path(__file__).resolve().parents[1],
-        )
+        client = _http_client(f"http://127.0.0.1:{port}/state/keyvalue/keys/", args)
 
         reader = threading.Thread(target=python_reader)
         pauses = _GcPauses()
@@ -235,6 +223,15 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         elapsed = time.monotonic() - t_start
         errors += [f"http: {e}" for e in http["errors"]]
         w2_processed = sum(w2.position().get_partition_positions(w2_topic).values()) - w2_before
+        baseline: dict[str, Any] = {}
+        if args.baseline:
+            w2_at = sum(w2.position().get_partition_positions(w2_topic).values())
+            t_baseline = time.monotonic()
+            baseline["http_ms"] = _baseline_reads(args)
+            baseline["w2_processed_rec_s"] = round(
+                (sum(w2.position().get_partition_positions(w2_topic).values()) - w2_at)
+                / (time.monotonic() - t_baseline)
+            )
         return {
             "keys": entries,
             "w2_cap_rec_s": rate,
@@ -249,9 +246,54 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
             "errors": errors[:10],
             "error_count": len(errors),
             **({"stalls": stalls.summary()} if stalls is not None else {}),
+            **({"baseline": baseline} if baseline else {}),
         }
     finally:
         app.close()
+
+
+def _http_client(url_prefix: str, args: argparse.Namespace) -> subprocess.Popen[str]:
+    """bench/http_lookups.py against ``url_prefix``, a process of its own, as a service's would be."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.http_lookups",
+            url_prefix,
+            str(args.keys),
+            str(args.lookup_rate),
+            str(args.seconds),
+            args.http_client,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+
+
+def _baseline_reads(args: argparse.Namespace) -> Any:
+    """The same lookups against bench/http_baseline.py (kspark's HTTP stack over a dict, in a
+    process of its own), for ``--seconds``, W2 still running: the HTTP floor under this load."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench.http_baseline", str(port), str(args.keys)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    try:
+        assert server.stdout is not None
+        if server.stdout.readline().strip() != "ready":
+            raise RuntimeError("bench.http_baseline did not start")
+        time.sleep(1.0)  # uvicorn listening
+        client = _http_client(f"http://127.0.0.1:{port}/state/keyvalue/keys/", args)
+        http = json.loads(client.communicate(timeout=args.seconds + 120)[0])
+        if http["errors"]:
+            raise RuntimeError(f"baseline lookups failed: {http['errors']}")
+        return http["summary"] if "summary" in http else _percentiles(http["ms"])
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also record the application process's interpreter stalls and where its threads were "
         "(bench/stalls.py)",
     )
+    ap.add_argument(
+        "--baseline",
+        action="store_true",
+        help="then, W2 still running, the same HTTP lookups against kspark's HTTP stack over a dict "
+        "in a process of its own (bench/http_baseline.py): the floor of this machine under this load",
+    )
     args = ap.parse_args(argv)
     args.commit_ms = TRIGGER_MS
     args.guarantee = "at_least_once"
@@ -296,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     reads = results["reads"]
     print(f"Python lookup p99 {reads['python_ms'].get('p99')} ms (target < 1 ms)")
     print(f"HTTP lookup p99 {reads['http_ms'].get('p99')} ms (target < 5 ms)")
+    if "baseline" in reads:
+        print(
+            f"HTTP baseline (a dict in a process of its own) p99 {reads['baseline']['http_ms'].get('p99')} ms"
+        )
     print(f"freshness p99 {reads['freshness_ms'].get('p99')} ms (target < {TRIGGER_MS} ms)")
     if "changelog_cost" in results:
         print(f"W2 with changelog / before: {results['changelog_cost']['ratio']:.3f} (target >= 0.90)")

@@ -793,6 +793,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in tables(results):
         say(line)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     stem = out / f"state-at-scale-{n}-{head}"
     args_json = {k: v for k, v in vars(args).items()}
     stem.with_suffix(".json").write_text(
