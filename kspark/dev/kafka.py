@@ -47,6 +47,7 @@ __all__ = [
     "LocalKafka",
     "ProduceRecord",
     "free_port",
+    "free_ports",
 ]
 
 BROKER_DEFAULTS: dict[str, str] = {
@@ -142,9 +143,23 @@ def _headers(raw: object) -> tuple[tuple[str, bytes | None], ...]:
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now (for a broker, a registry, an endpoint)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that nothing listens on now. All are bound at
+    once: ports taken one after another can repeat (the kernel may hand a just-closed port out
+    again), and a broker whose two listeners got the same port does not start."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _port_free(port: int) -> bool:
@@ -379,11 +394,19 @@ class LocalKafka:
         :meth:`restart` continues, whose data is kept and whose storage is formatted already."""
         started = time.monotonic()
         security = self._security if again is not None else None
+        spare: list[int] = []  # ports drawn for this start and not taken yet
         if again is not None:
             workdir, port, controller_port, owned = again
         else:
-            port = self._requested_port if self._requested_port is not None else free_port()
-            controller_port = free_port()
+            # One draw for every listener, so that none shares a port with another.
+            spare = free_ports(2 + len(kafka_security.LISTENERS))
+            if self._requested_port is not None:
+                spare = [p for p in spare if p != self._requested_port]
+                port = self._requested_port
+            else:
+                port = spare.pop()
+            controller_port = spare.pop()
+            del spare[len(kafka_security.LISTENERS) :]  # one each for the secured listeners
             if self._data_dir is not None:
                 self._data_dir.mkdir(parents=True, exist_ok=True)
                 workdir = self._data_dir
@@ -401,7 +424,7 @@ class LocalKafka:
                 security = kafka_security.BrokerSecurity(
                     user=kafka_security.USER,
                     password=self._password,
-                    ports={name: free_port() for name in kafka_security.LISTENERS},
+                    ports=dict(zip(kafka_security.LISTENERS, spare, strict=True)),
                     tls=kafka_security.generate_tls(workdir / "tls"),
                 )
         except BaseException:

@@ -13,6 +13,7 @@ from confluent_kafka import Producer
 
 from kspark.dev import LocalKafka
 from kspark.dev.errors import KafkaStartError, PortInUseError
+from kspark.dev.kafka import free_ports
 from kspark.jvm.errors import JavaNotFoundError
 
 integration = pytest.mark.integration
@@ -167,3 +168,13 @@ def test_restart_keeps_the_port_and_the_data(tmp_path: Path) -> None:
         assert [r.value for r in kafka.consume_all("kept")] == [b"before", b"after"]
         kafka.restart(kill=True)  # a crash: SIGKILL, then the same broker again
         assert [r.value for r in kafka.consume_all("kept")] == [b"before", b"after"]
+
+
+def test_free_ports_are_distinct_and_free() -> None:
+    # Drawn one at a time, two ports could repeat, and a broker whose listeners share a port
+    # fails to format its storage ("two listeners on the same port").
+    ports = free_ports(64)
+    assert len(set(ports)) == 64
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", port))
