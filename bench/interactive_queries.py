@@ -13,8 +13,9 @@ One :class:`kspark.dev.LocalKafka`, two parts:
    store ``keys`` holds ``--keys`` entries once loaded) and W2 beside it,
    ``spark.kspark.maxOffsetsPerTrigger`` capping it at half of W2's rate from
    part 1. Once ``keys`` holds every key, for ``--seconds`` while W2 runs:
-   point lookups of random keys through Python (``store(...).get``, from a
-   thread of the application's process) and through HTTP
+   point lookups of random keys (``--store``: RocksDB or in memory) through
+   Python (``store(...).get``, from a thread of the application's process)
+   and through HTTP
    (``GET /state/keyvalue/keys/{key}``, one kept-alive connection, from a
    process of its own: bench/http_lookups.py), each at ``--lookup-rate``,
    timed one by one; the replicas' freshness (a batch's commit seen -> readable); the
@@ -144,7 +145,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
     from kspark import Consumed, KafkaStreams, Materialized, Produced, StreamsBuilder
     from kspark.query import Position, PositionBound, StoreQueryParameters
     from kspark.serde import Serdes
-    from kspark.state import QueryableStoreTypes
+    from kspark.state import QueryableStoreTypes, Stores
 
     rate = w2_rate / 2
     keys_topic, w2_topic = "iq-keys", "iq-w2"
@@ -153,7 +154,9 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
     preload(kafka, w2_topic, w2_records, args.partitions)
     s, b_, long_ = Serdes.String(), Serdes.ByteArray(), Serdes.Long()
     b = StreamsBuilder()
-    b.stream(keys_topic, Consumed.with_(s, b_)).group_by_key().count(Materialized.as_("keys"))
+    # --store memory: the store (and so its replica in the driver) in memory instead of RocksDB
+    keys_store = Stores.in_memory_key_value_store("keys") if args.store == "memory" else "keys"
+    b.stream(keys_topic, Consumed.with_(s, b_)).group_by_key().count(Materialized.as_(keys_store))
     (
         b.stream(w2_topic, Consumed.with_(s, b_))
         .group_by_key()
@@ -319,6 +322,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also record the application process's interpreter stalls and where its threads were "
         "(bench/stalls.py)",
+    )
+    ap.add_argument(
+        "--store",
+        choices=("rocksdb", "memory"),
+        default="rocksdb",
+        help="the queried store's kind (the default: RocksDB, as Materialized.as_(name) makes it)",
     )
     ap.add_argument(
         "--baseline",
