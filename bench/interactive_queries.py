@@ -22,7 +22,7 @@ One :class:`kspark.dev.LocalKafka`, two parts:
    rate W2 really processed at (its store's position over time). With
    ``--baseline``, then the same HTTP lookups, W2 still running, against
    bench/http_baseline.py: kspark's HTTP stack over a dict in a process of
-   its own, the floor any server in Python meets on this machine under this load.
+   its own, the floor that stack meets on this machine under this load.
 
 Part 2 runs the working tree's kspark (this process imports it). Results
 go to ``--json`` and a summary is printed with the issue's targets: Python
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline",
         action="store_true",
         help="then, W2 still running, the same HTTP lookups against kspark's HTTP stack over a dict "
-        "in a process of its own (bench/http_baseline.py): the floor of this machine under this load",
+        "in a process of its own (bench/http_baseline.py): that stack's floor under this load",
     )
     args = ap.parse_args(argv)
     args.commit_ms = TRIGGER_MS
