@@ -69,10 +69,11 @@ class StallWatch(threading.Thread):
             if len(names) != threading.active_count():
                 names = {t.ident: t.name for t in threading.enumerate() if t.ident is not None}
             now_process, now_clocks = time.process_time(), self._clocks(names)
-            if late >= self.threshold_s:
+            stalled = late >= self.threshold_s
+            if stalled:
                 self._attribute(names, clocks, now_clocks, now_process - process)
             process, clocks = now_process, now_clocks
-            if late < self.threshold_s:
+            if not stalled:
                 continue
             self.stalls_ms.append(late * 1000)
             for ident, frame in sys._current_frames().items():
