@@ -1,6 +1,6 @@
 """Timed point lookups over HTTP from a process of its own (bench.interactive_queries).
 
-    python -m bench.http_lookups URL_PREFIX KEYS RATE SECONDS [httpx|wrk]
+    python -m bench.http_lookups URL_PREFIX KEYS RATE SECONDS [httpx|wrk|wrk-paced]
 
 GETs ``URL_PREFIX`` + a random key of ``u0000000`` .. ``u{KEYS-1}`` over one kept-alive
 connection for ``SECONDS``, each timed. A process of its own: a client in the application's
@@ -11,7 +11,12 @@ server's latency. Two clients:
   Its own time is in every latency, and on a loaded machine that is most of it.
 * ``wrk`` (Debian's ``wrk``, C): one connection, each request sent when the last is answered
   (``RATE`` does not apply); prints ``{"summary": {"n", "p50", "p99", "max"}, "errors": [...]}``
-  from wrk's latency histogram. Closer to what the server itself takes.
+  from wrk's latency histogram. Closer to what the server itself takes; but the server is then
+  never idle, and on a loaded machine a process that never sleeps is the one the scheduler
+  makes wait for a core.
+* ``wrk-paced``: the same, each request sent ``1/RATE`` s after the last was answered (wrk's
+  ``delay()``): the server serves ``RATE`` requests/s at most, as a service queried at that
+  rate would be. Each latency is from the request's write to its answer, as wrk times it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ math.randomseed(2)
 request = function()
   return wrk.format("GET", "{path}" .. string.format("u%07d", math.random(0, {keys} - 1)))
 end
+{delay}
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format('WRK {{"n": %d, "p50": %.3f, "p99": %.3f, "max": %.3f, "errors": %d}}\\n',
@@ -60,13 +66,15 @@ def _httpx(prefix: str, keys: int, rate: float, seconds: float) -> dict[str, obj
     return {"ms": latencies, "errors": errors[:10], "error_count": len(errors)}
 
 
-def _wrk(prefix: str, keys: int, seconds: float) -> dict[str, object]:
+def _wrk(prefix: str, keys: int, seconds: float, rate: float | None) -> dict[str, object]:
     wrk = shutil.which("wrk")
     if wrk is None:
         raise SystemExit("no wrk on PATH (Debian: apt-get install wrk)")
     url = urlsplit(prefix)
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(_WRK_SCRIPT.format(path=url.path, keys=keys))
+        # wrk waits whole milliseconds (its delay() result is truncated to an integer).
+        delay = f"delay = function() return {max(1, round(1000 / rate))} end" if rate else ""
+        f.write(_WRK_SCRIPT.format(path=url.path, keys=keys, delay=delay))
     try:
         done = subprocess.run(
             [
@@ -96,7 +104,10 @@ def _wrk(prefix: str, keys: int, seconds: float) -> dict[str, object]:
 def main(argv: list[str]) -> int:
     prefix, keys, rate, seconds = argv[0], int(argv[1]), float(argv[2]), float(argv[3])
     client = argv[4] if len(argv) > 4 else "httpx"
-    out = _wrk(prefix, keys, seconds) if client == "wrk" else _httpx(prefix, keys, rate, seconds)
+    if client == "httpx":
+        out = _httpx(prefix, keys, rate, seconds)
+    else:
+        out = _wrk(prefix, keys, seconds, rate if client == "wrk-paced" else None)
     print(json.dumps(out))
     return 0
 

@@ -313,9 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--w2-rate", type=float, default=0.0, help="W2's rate, when part 1 is skipped")
     ap.add_argument(
         "--http-client",
-        choices=("httpx", "wrk"),
+        choices=("httpx", "wrk", "wrk-paced"),
         default="httpx",
-        help="httpx: Python, --lookup-rate requests/s; wrk: C, one connection as fast as it answers",
+        help="httpx: Python, --lookup-rate requests/s; wrk: C, one connection as fast as it answers; "
+        "wrk-paced: wrk, each request 1/--lookup-rate s after the last answer",
     )
     ap.add_argument(
         "--stalls",

@@ -293,7 +293,7 @@ class KStream:
         name = self._name_or(named, PROCESSOR_NAME)
         node = StatefulProcessorNode(
             name,
-            ProcessorParameters(supplier, name),
+            ProcessorParameters(supplier, name, user_code=True),
             store_factories=_supplier_stores(supplier),
             store_names=stores,
         )
@@ -308,7 +308,7 @@ class KStream:
         name = self._name_or(named, PROCESSVALUES_NAME)
         node = StatefulProcessorNode(
             name,
-            ProcessorParameters(FixedKeyProcessorWrapper(supplier, name), name),
+            ProcessorParameters(FixedKeyProcessorWrapper(supplier, name), name, user_code=True),
             store_factories=_supplier_stores(supplier),
             store_names=stores,
         )

@@ -125,6 +125,7 @@ class KTable:
         make_supplier: Callable[[str | None], KTableProcessorSupplier],
         value_serde: Any,
         store_names: Sequence[str] = (),
+        user_code: bool = False,
     ) -> KTable:
         key_serde, queryable, factory = self._key_serde, None, None
         if m is not None:
@@ -138,7 +139,7 @@ class KTable:
         supplier = make_supplier(queryable)
         node = TableProcessorNode(
             name,
-            ProcessorParameters(supplier, name),
+            ProcessorParameters(supplier, name, user_code=user_code),
             store_factories=[factory] if factory else [],
             store_names=store_names,
         )
@@ -223,6 +224,7 @@ class KTable:
             lambda q: KTableTransformValues(self, supplier, q),
             None,
             store_names,
+            user_code=True,
         )
 
     def to_stream(

@@ -62,7 +62,7 @@ class Topology:
         self, name: str, supplier: Callable[[], Processor[Any, Any]], *parent_names: str
     ) -> Topology:
         """A processor made by ``supplier`` (zero-arg callable or Processor class), child of the parents."""
-        self._internal_builder.add_processor(name, supplier, *parent_names)
+        self._internal_builder.add_processor(name, supplier, *parent_names, user_code=True)
         return self
 
     def add_sink(

@@ -66,13 +66,17 @@ def deserializer_of(serde: Any) -> Any:
 
 @dataclass
 class ProcessorParameters:
-    """A processor supplier and the name of the processor node it makes."""
+    """A processor supplier and the name of the processor node it makes; ``user_code``: the
+    processor runs the application's Processor API code (InternalTopologyBuilder.add_processor)."""
 
     processor_supplier: Callable[[], Processor[Any, Any]]
     processor_name: str
+    user_code: bool = False
 
     def add_processor_to(self, builder: Any, parent_names: Sequence[str]) -> None:
-        builder.add_processor(self.processor_name, self.processor_supplier, *parent_names)
+        builder.add_processor(
+            self.processor_name, self.processor_supplier, *parent_names, user_code=self.user_code
+        )
 
 
 class GraphNode:

@@ -130,6 +130,8 @@ class InternalTopologyBuilder:
         self._store_to_changelog_topic: dict[str, str] = {}
         # KIP-813 read-only stores: fed by their source topic, which is also their changelog
         self._read_only_stores: set[str] = set()
+        # Processors running the application's own Processor API code (user_code_processors)
+        self._user_code: set[str] = set()
         self._grouper = _UnionFind()
         self._application_id: str | None = None
 
@@ -167,14 +169,22 @@ class InternalTopologyBuilder:
         self._grouper.add(name)
 
     def add_processor(
-        self, name: str, supplier: Callable[[], Processor[Any, Any]], *parent_names: str
+        self,
+        name: str,
+        supplier: Callable[[], Processor[Any, Any]],
+        *parent_names: str,
+        user_code: bool = False,
     ) -> None:
+        """``user_code``: the processor runs the application's Processor API code (it is handed a
+        ``ProcessorContext``), not only a DSL operator's (:meth:`user_code_processors`)."""
         self._check_new_name(name)
         _check_supplier(name, supplier)
         if not parent_names:
             raise TopologyException(f"Processor {name} must have at least one parent")
         self._check_parents(name, parent_names)
         self._factories[name] = _ProcessorFactory(name, list(parent_names), supplier)
+        if user_code:
+            self._user_code.add(name)
         self._grouper.add(name)
         self._grouper.unite(name, *parent_names)
 
@@ -317,7 +327,7 @@ class InternalTopologyBuilder:
             timestamp_extractor=timestamp_extractor,
             offset_reset="earliest",
         )
-        self.add_processor(processor_name, state_update_supplier, source_name)
+        self.add_processor(processor_name, state_update_supplier, source_name, user_code=True)
         self.add_state_store(store_builder, processor_name)
         disable()
         self._connect_source_store_and_topic(store_name, topic)
@@ -359,6 +369,15 @@ class InternalTopologyBuilder:
 
     def node_names(self) -> list[str]:
         return list(self._factories)
+
+    def user_code_processors(self) -> frozenset[str]:
+        """The processors (of stream tasks) that run the application's own Processor API code:
+        ``Topology.add_processor``, ``add_read_only_state_store``'s, ``KStream.process`` /
+        ``process_values``, ``KTable.transform_values``. Only they can schedule a
+        ``WALL_CLOCK_TIME`` punctuation: no DSL operator does, in Kafka Streams or here. A runner
+        that pays for wall-clock time passing (the Spark runner's processing-time timers) pays only
+        for the sub-topologies holding one."""
+        return frozenset(self._user_code)
 
     def has_node(self, name: str) -> bool:
         return name in self._factories

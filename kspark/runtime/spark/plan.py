@@ -124,6 +124,9 @@ class SubtopologyPlan:
     # librdkafka settings of a direct read's consumers (None unless DIRECT_READ)
     consumer: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     chooses_topics: bool = False  # a sink picks its topic per record (a topic extractor)
+    # An engine task of it may schedule WALL_CLOCK_TIME punctuation (it runs Processor API code):
+    # its query keeps processing-time timers, and Spark then runs a micro-batch every trigger.
+    wall_clock: bool = False
 
     @property
     def stateful(self) -> bool:
@@ -345,6 +348,18 @@ def _subtopology(
         fused = blocker is None
         decisions.append(Decision("fused chain", fused, blocker or ""))
     chooses = any(builder.chooses_topic_per_record(n) for n in nodes)
+    user_code = sorted(set(nodes) & builder.user_code_processors())
+    wall_clock = stage is Stage.ENGINE and bool(user_code)
+    if stage is Stage.ENGINE:
+        decisions.append(
+            Decision(
+                "wall-clock punctuation",
+                wall_clock,
+                f"{', '.join(user_code)} may schedule it: a micro-batch every trigger, input or not"
+                if wall_clock
+                else "no Processor API code: a micro-batch runs only when there is input",
+            )
+        )
     return SubtopologyPlan(
         subtopology,
         sources,
@@ -358,6 +373,7 @@ def _subtopology(
         native,
         consumer,
         chooses_topics=chooses,
+        wall_clock=wall_clock,
     )
 
 

@@ -76,6 +76,7 @@ from kspark.runtime.spark.tasks import (
     TaskStage,
     TopologySpec,
 )
+from kspark.runtime.spark.time_mode import query_time_mode
 from kspark.runtime.spark.windowed_count import WindowedCountStage
 from kspark.state.internals.versioned import VersionedKeyValueStoreBuilder
 
@@ -437,6 +438,7 @@ class SparkRunner:
     # ------------------------------------------------------------------ queries
     def _spec(self, subtopology: int, fused: bool, continuous: bool) -> TopologySpec:
         plan = self.plan().subtopology(subtopology)
+        # Only a sub-topology with Processor API code can schedule wall-clock punctuation (plan.py)
         return TopologySpec(
             self.topology,
             self.config.originals(),
@@ -447,7 +449,7 @@ class SparkRunner:
                 ",".join(self.config.bootstrap_servers()),
                 librdkafka_client(self.config.originals(), "producer", prefixed=True),
             ),
-            timers=continuous,
+            timers=continuous and plan.wall_clock,
             has_global_stores=bool(self.builder.global_store_names()),
             fused=fused,
             input_partitions={t: self.partitions[t] for t in plan.source_topics},
@@ -574,12 +576,17 @@ class SparkRunner:
             source.withColumn(TASK_INPUT_COLUMN, task)
             .groupBy(TASK_INPUT_COLUMN)
             .transformWithStateInPandas(
-                # Processing-time timers fire wall-clock punctuations of idle tasks; but with them
-                # Spark keeps running no-data batches, so an availableNow query would never end.
                 processor,
                 WRITTEN_DDL,
                 "Update",
-                "ProcessingTime" if continuous else "None",
+                # Processing-time timers (wall-clock punctuation of idle tasks) only where a task
+                # may schedule one: with them Spark runs a batch every trigger (time_mode.py).
+                query_time_mode(
+                    query.name,
+                    self.checkpoint_dir(query),
+                    [str(s.subtopology) for s in query.subtopologies if s.wall_clock],
+                    continuous,
+                ),
             )
         )
         return stage, None

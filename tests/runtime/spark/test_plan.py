@@ -19,12 +19,14 @@ from kspark import (
     StreamsBuilder,
     TimeWindows,
     Topology,
+    ValueTransformerWithKey,
 )
 from kspark.errors import ConfigException
-from kspark.processor import Processor, Record
+from kspark.processor import FixedKeyProcessor, Processor, Record
 from kspark.runtime.spark.plan import STATEFUL_RECORDS_PER_TASK, Stage, physical_plan
 from kspark.runtime.spark.settings import SETTINGS, RunnerSettings
 from kspark.serde import Serdes
+from kspark.state import Stores
 
 S, L, J = Serdes.String(), Serdes.Long(), Serdes.JSON()
 APP = "app"
@@ -255,3 +257,60 @@ def test_materialized_stores_are_listed_in_the_plan() -> None:
     )
     (sub,) = physical_plan(b.build(), _config()).subtopologies
     assert sub.stores == ("counts",)
+
+
+class _KeepValue(ValueTransformerWithKey[str, str, str]):
+    def transform(self, read_only_key: str, value: str | None) -> str | None:
+        return value
+
+
+class _SameValue(FixedKeyProcessor[str, str]):
+    def process(self, record: Record[str, str]) -> None:
+        self.context().forward(record)
+
+
+def _wall_clock(topology: Topology) -> dict[int, tuple[bool, str]]:
+    """Sub-topology -> (wall_clock, its decision) for the engine sub-topologies."""
+    plan = physical_plan(topology, _config())
+    return {
+        s.subtopology: (s.wall_clock, str(d))
+        for s in plan.subtopologies
+        for d in s.decisions
+        if d.optimisation == "wall-clock punctuation"
+    }
+
+
+def test_only_processor_api_code_gets_processing_time_timers() -> None:
+    # DSL operators only (an engine count of JSON values, a stream-table join): no timers, so
+    # Spark runs their micro-batches only when there is input.
+    b = StreamsBuilder()
+    _count(b, "c", "c-out", J)
+    table = b.table("t", Consumed.with_(S, S))
+    b.stream("s", Consumed.with_(S, S)).join(table, lambda v, t: v + t).to("j-out", Produced.with_(S, S))
+    no = "wall-clock punctuation: no (no Processor API code: a micro-batch runs only when there is input)"
+    assert _wall_clock(b.build()) == {0: (False, no), 1: (False, no)}
+
+    # Each way Processor API code enters a topology makes its sub-topology keep timers.
+    b = StreamsBuilder()
+    b.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("ps"), S, S))
+    b.stream("p", Consumed.with_(S, S)).process(_Upper, "ps", named="upper").to("p-out")
+    b.stream("v", Consumed.with_(S, S)).process_values(_SameValue, named="same").group_by_key().count()
+    b.table("t", Consumed.with_(S, S)).transform_values(
+        _KeepValue, named="keep"
+    ).to_stream().group_by_key().count()
+    found = _wall_clock(b.build())
+    assert [(on, d.split(" may")[0]) for on, d in found.values()] == [
+        (True, "wall-clock punctuation: yes (upper"),
+        (True, "wall-clock punctuation: yes (same"),
+        (True, "wall-clock punctuation: yes (keep"),
+    ]
+    t = Topology()
+    t.add_source("src", "in", key_deserializer=S, value_deserializer=S)
+    t.add_processor("upper", _Upper, "src")
+    t.add_state_store(Stores.key_value_store_builder(Stores.in_memory_key_value_store("s"), S, S), "upper")
+    assert _wall_clock(t) == {
+        0: (
+            True,
+            "wall-clock punctuation: yes (upper may schedule it: a micro-batch every trigger, input or not)",
+        )
+    }

@@ -25,6 +25,7 @@ from kspark.errors import ConfigException, InvalidStateStoreException, StreamsEx
 from kspark.kafka_streams import StreamsUncaughtExceptionHandler
 from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
 from kspark.processor.internals.partitioning import default_partition
+from kspark.runtime.spark.time_mode import NO_TIME, PROCESSING_TIME, checkpoint_time_mode
 from kspark.serde import Serdes
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
@@ -281,6 +282,44 @@ def test_wall_clock_punctuation_fires_without_new_input(
     assert len(values) >= 4 and values[-1] == 3
     stamps = [r.timestamp for r in beats]
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    (query,) = app.physical_plan().queries
+    assert checkpoint_time_mode(app._runner.checkpoint_dir(query)) == PROCESSING_TIME  # type: ignore[union-attr]
+
+
+def test_an_idle_query_of_dsl_operators_runs_no_micro_batches(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """Without Processor API code no task can schedule a wall-clock punctuation, so the query has
+    no processing-time timers, and Spark runs a batch only when input arrives (with them it would
+    run one every trigger over every task and store)."""
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    b = StreamsBuilder()
+    # JSON values: an engine count (not lowered to Spark's aggregation), a transformWithState query
+    b.stream(src, Consumed.with_(S, Serdes.JSON())).group_by_key().count().to_stream().to(
+        dst, Produced.with_(S, L)
+    )
+    kafka.produce(src, [(b"a", b"1", 10), (b"b", b"2", 20), (b"a", b"3", 30)])
+    app = KafkaStreams(
+        b.build(), _config(kafka, tmp_path, "idle", **{"commit.interval.ms": 200}), spark=spark
+    )
+    (query,) = app.physical_plan().queries
+    assert query.stage.name == "ENGINE" and not query.subtopologies[0].wall_clock
+    app.start()
+    try:
+        # one batch, one commit: the record cache keeps a's last count only
+        assert len(kafka.consume_all(dst, min_records=2, timeout=90)) == 2
+        (running,) = app._runner.queries  # type: ignore[union-attr]
+        time.sleep(1.0)  # the batch that wrote the output may still be committing
+        batches = running.lastProgress["batchId"]
+        time.sleep(3.0)  # fifteen triggers
+        assert running.lastProgress["batchId"] == batches
+        kafka.produce(src, [(b"b", b"4", 40)])
+        got = kafka.consume_all(dst, min_records=3, timeout=90)
+        assert running.lastProgress["batchId"] > batches
+    finally:
+        app.close()
+    assert [(r.key, L.deserializer().deserialize(dst, r.value)) for r in got][-1] == (b"b", 2)
+    assert checkpoint_time_mode(app._runner.checkpoint_dir(query)) == NO_TIME  # type: ignore[union-attr]
 
 
 def test_a_failing_processor_stops_the_app_with_a_clear_error_and_the_listeners_see_it(
