@@ -309,12 +309,19 @@ def test_an_idle_query_of_dsl_operators_runs_no_micro_batches(
         # one batch, one commit: the record cache keeps a's last count only
         assert len(kafka.consume_all(dst, min_records=2, timeout=90)) == 2
         (running,) = app._runner.queries  # type: ignore[union-attr]
-        time.sleep(1.0)  # the batch that wrote the output may still be committing
+        deadline = time.monotonic() + 30
+        while running.lastProgress is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the batch that wrote the output may still be committing
+        time.sleep(1.0)
         batches = running.lastProgress["batchId"]
         time.sleep(3.0)  # fifteen triggers
         assert running.lastProgress["batchId"] == batches
         kafka.produce(src, [(b"b", b"4", 40)])
         got = kafka.consume_all(dst, min_records=3, timeout=90)
+        # the batch's output is written before Spark commits it and reports its progress
+        deadline = time.monotonic() + 30
+        while running.lastProgress["batchId"] == batches and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert running.lastProgress["batchId"] > batches
     finally:
         app.close()
