@@ -438,7 +438,6 @@ class SparkRunner:
     # ------------------------------------------------------------------ queries
     def _spec(self, subtopology: int, fused: bool, continuous: bool) -> TopologySpec:
         plan = self.plan().subtopology(subtopology)
-        # Only a sub-topology with Processor API code can schedule wall-clock punctuation (plan.py)
         return TopologySpec(
             self.topology,
             self.config.originals(),
@@ -449,7 +448,7 @@ class SparkRunner:
                 ",".join(self.config.bootstrap_servers()),
                 librdkafka_client(self.config.originals(), "producer", prefixed=True),
             ),
-            timers=continuous and plan.wall_clock,
+            timers=continuous and plan.wall_clock,  # only Processor API code punctuates on the wall clock
             has_global_stores=bool(self.builder.global_store_names()),
             fused=fused,
             input_partitions={t: self.partitions[t] for t in plan.source_topics},
