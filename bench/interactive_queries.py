@@ -150,7 +150,10 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
     rate = w2_rate / 2
     keys_topic, w2_topic = "iq-keys", "iq-w2"
     last = _load_keys(kafka, keys_topic, args.keys, args.partitions)
-    w2_records = int(rate * (args.seconds + 60))  # enough to run at that rate through the measurement
+    # Enough to run at that rate through the keys' load (~50 s), the lookups and each baseline:
+    # a W2 out of input would leave the later stacks a quieter machine.
+    stacks = len(args.baseline_stacks.split(",")) if args.baseline else 0
+    w2_records = int(rate * ((args.seconds + 10) * (1 + stacks) + 60))
     preload(kafka, w2_topic, w2_records, args.partitions)
     s, b_, long_ = Serdes.String(), Serdes.ByteArray(), Serdes.Long()
     b = StreamsBuilder()
@@ -230,7 +233,9 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         if args.baseline:
             w2_at = sum(w2.position().get_partition_positions(w2_topic).values())
             t_baseline = time.monotonic()
-            baseline["http_ms"] = _baseline_reads(args)
+            stacks = args.baseline_stacks.split(",")
+            baseline["stacks"] = {stack: _baseline_reads(args, stack) for stack in stacks}
+            baseline["http_ms"] = baseline["stacks"][stacks[0]]
             baseline["w2_processed_rec_s"] = round(
                 (sum(w2.position().get_partition_positions(w2_topic).values()) - w2_at)
                 / (time.monotonic() - t_baseline)
@@ -274,12 +279,12 @@ def _http_client(url_prefix: str, args: argparse.Namespace) -> subprocess.Popen[
     )
 
 
-def _baseline_reads(args: argparse.Namespace) -> Any:
+def _baseline_reads(args: argparse.Namespace, stack: str) -> Any:
     """The same lookups against bench/http_baseline.py (kspark's HTTP stack over a dict, in a
     process of its own), for ``--seconds``, W2 still running: the HTTP floor under this load."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "bench.http_baseline", str(port), str(args.keys)],
+        [sys.executable, "-m", "bench.http_baseline", str(port), str(args.keys), stack],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[1],
@@ -335,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="then, W2 still running, the same HTTP lookups against kspark's HTTP stack over a dict "
         "in a process of its own (bench/http_baseline.py): that stack's floor under this load",
+    )
+    ap.add_argument(
+        "--baseline-stacks",
+        default="fastapi",
+        help="with --baseline, the HTTP stacks to time over the dict, comma-separated: fastapi, raw, "
+        "uvloop (kspark's point-read path), granian (bench/http_baseline.py says what each is)",
     )
     args = ap.parse_args(argv)
     args.commit_ms = TRIGGER_MS

@@ -57,8 +57,10 @@ Spark, with the reason). Secrets of the configuration never appear in a
 response; an unexpected failure answers 500 with the exception's type only
 (its details go to the log).
 
-FastAPI on uvicorn, in a thread of the application process with its own
-event loop. The endpoints are plain functions: FastAPI runs them in a thread
+FastAPI on uvicorn (uvloop and httptools), in a thread of the application
+process with its own event loop. A plain point read (no query string) that
+needs no wait is answered before FastAPI (:class:`PointReads`), on the event
+loop. The other endpoints are plain functions: FastAPI runs them in a thread
 pool, because a store read takes the replica's lock and may wait for a
 position, and the event loop must keep serving meanwhile. Answers are encoded
 with orjson and returned as they are (no response-model validation on the hot
@@ -492,6 +494,74 @@ def scrubber(secrets: Iterable[str]) -> Callable[[str], str]:
     return scrub
 
 
+def outcome(fn: Callable[[], Any], scrub: Callable[[str], str]) -> tuple[int, bytes]:
+    """The status and JSON body that answer ``fn()``: its result, or its failure as
+    ``{"error": message}`` (statuses per :func:`status_of`; a 500's details only in the log)."""
+
+    def error(status: int, message: str, **extra: Any) -> tuple[int, bytes]:
+        return status, to_json({"error": scrub(message), **extra})
+
+    try:
+        body = fn()
+    except (QueryError, StreamsException) as e:
+        status = status_of(e)
+        if status == 500:
+            _log.exception("interactive query failed")
+            return error(500, f"internal error ({type(e).__name__}); see the application's log")
+        extra = e.extra if isinstance(e, QueryError) else {}
+        return error(status, e.message if isinstance(e, QueryError) else str(e), **extra)
+    except Exception as e:
+        _log.exception("interactive query failed")
+        return error(500, f"internal error ({type(e).__name__}); see the application's log")
+    return 200, to_json(body)
+
+
+_POINT_READ = "/state/keyvalue/"
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class PointReads:
+    """The server's ASGI application: plain point reads (``GET /state/keyvalue/{store}/{key}``,
+    no query string) answered here on the event loop, everything else by the FastAPI app.
+
+    Why: on a loaded machine each step of a request is a wait for a core and, in the
+    application's process, for the interpreter lock, which Spark's driver and the replicas hold
+    in turns of 5 ms; FastAPI's routing, parameter parsing and response objects made such a read
+    ~2x the steps of this path. It answers exactly as the FastAPI route would (the same
+    :meth:`Queries.get_now` and :func:`outcome`); a read that has to wait (the replica is
+    applying a batch, or not started) or any other request goes to FastAPI, whose route reads
+    in its thread pool."""
+
+    def __init__(self, app: Any, queries: Queries, scrub: Callable[[str], str]) -> None:
+        self.app = app
+        self._queries = queries
+        self._scrub = scrub
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "GET"
+            and not scope["query_string"]
+            and scope["path"].startswith(_POINT_READ)
+        ):
+            store, slash, key = scope["path"][len(_POINT_READ) :].partition("/")
+            if slash and store and key:
+                answered: list[bool] = []
+
+                def now() -> Any:
+                    body = self._queries.get_now(store, key, timestamped=False)
+                    answered.append(body is not None)
+                    return body
+
+                status, body = outcome(now, self._scrub)
+                if answered != [False]:  # answered, or failed at once (an error is an answer too)
+                    headers = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+                    await send({"type": "http.response.start", "status": status, "headers": headers})
+                    await send({"type": "http.response.body", "body": body})
+                    return
+        await self.app(scope, receive, send)
+
+
 def create_app(queries: Queries, secrets: Iterable[str] = (), live: LivePage | None = None) -> FastAPI:
     """The FastAPI application of :class:`Queries` (the server runs it; tests may call it), with
     the live page's routes when ``live`` is given (kspark/runtime/live_page.py)."""
@@ -501,19 +571,8 @@ def create_app(queries: Queries, secrets: Iterable[str] = (), live: LivePage | N
         return Response(to_json({"error": scrub(message), **extra}), status, media_type="application/json")
 
     def answer(fn: Callable[[], Any]) -> Response:
-        try:
-            body = fn()
-        except (QueryError, StreamsException) as e:
-            status = status_of(e)
-            if status == 500:
-                _log.exception("interactive query failed")
-                return error(500, f"internal error ({type(e).__name__}); see the application's log")
-            extra = e.extra if isinstance(e, QueryError) else {}
-            return error(status, e.message if isinstance(e, QueryError) else str(e), **extra)
-        except Exception as e:
-            _log.exception("interactive query failed")
-            return error(500, f"internal error ({type(e).__name__}); see the application's log")
-        return Response(to_json(body), media_type="application/json")
+        status, body = outcome(fn, scrub)
+        return Response(body, status, media_type="application/json")
 
     def ok(model: type[BaseModel], description: str) -> dict[int | str, dict[str, Any]]:
         return {200: {"model": model, "description": description}, **_ERRORS}
@@ -648,9 +707,14 @@ class QueryServer:
         self.port = int(self._socket.getsockname()[1])
         secrets = _secrets_of(app._config.originals())
         self.live = LivePage(app, scrubber(secrets))
+        queries = Queries(app)
         config = uvicorn.Config(
-            create_app(Queries(app), secrets, self.live),
-            loop="asyncio",  # a loop of its own, in this thread; no global event loop policy
+            PointReads(create_app(queries, secrets, self.live), queries, scrubber(secrets)),
+            # uvloop and httptools (C): fewer steps per request than asyncio's and h11's Python,
+            # each a wait for the interpreter lock under load. A loop of its own, in this
+            # thread (uvicorn's loop factory): no global event loop policy is set.
+            loop="uvloop",
+            http="httptools",
             lifespan="off",
             ws="none",
             log_config=None,  # leave the application's logging as it is

@@ -134,6 +134,80 @@ def test_cursors_and_positions_parse_or_are_bad_requests() -> None:
         decode_cursor("garbage")
 
 
+class _Queries:
+    """What PointReads asks of Queries: ``get_now``'s answer per key (None: would wait)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def get_now(self, store: str, key: str, *, timestamped: bool) -> dict[str, Any] | None:
+        self.asked.append((store, key))
+        if key == "busy":
+            return None
+        if key == "absent":
+            raise QueryError(404, f"key {key!r} is not in store {store}", key=key)
+        if key == "boom":
+            raise RuntimeError("secret-value leaked?")
+        return {"store": store, "key": key, "value": 1}
+
+
+def test_plain_point_reads_are_answered_before_the_framework_and_the_rest_passes_through() -> None:
+    import asyncio
+
+    from kspark.runtime.query_server import PointReads, scrubber
+
+    passed: list[str] = []
+
+    async def framework(scope: Any, receive: Any, send: Any) -> None:
+        passed.append(scope["path"] + "?" + scope["query_string"].decode())
+
+    queries = _Queries()
+    app = PointReads(framework, queries, scrubber(["secret-value"]))  # type: ignore[arg-type]
+
+    def get(path: str, query: bytes = b"", method: str = "GET") -> tuple[int | None, bytes]:
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": method, "path": path, "query_string": query}
+        asyncio.run(app(scope, None, send))
+        if not sent:
+            return None, b""
+        assert dict(sent[0]["headers"])[b"content-length"] == str(len(sent[1]["body"])).encode()
+        return sent[0]["status"], sent[1]["body"]
+
+    assert get("/state/keyvalue/counts/a/b") == (200, b'{"store":"counts","key":"a/b","value":1}')
+    status, body = get("/state/keyvalue/counts/absent")
+    assert status == 404 and orjson.loads(body) == {
+        "error": "key 'absent' is not in store counts",
+        "key": "absent",
+    }
+    status, body = get("/state/keyvalue/counts/boom")  # a 500 names the type, never the message
+    assert status == 500 and b"RuntimeError" in body and b"secret" not in body
+    assert queries.asked == [("counts", "a/b"), ("counts", "absent"), ("counts", "boom")]
+    # A read that would wait, one with a query string, an empty key, another method or resource:
+    # the framework answers.
+    for path, query, method in [
+        ("/state/keyvalue/counts/busy", b"", "GET"),
+        ("/state/keyvalue/counts/k", b"timestamped=true", "GET"),
+        ("/state/keyvalue/counts/", b"", "GET"),
+        ("/state/keyvalue/counts", b"", "GET"),
+        ("/state/keyvalue/counts/k", b"", "HEAD"),
+        ("/instances", b"", "GET"),
+    ]:
+        assert get(path, query, method) == (None, b"")
+    assert passed == [
+        "/state/keyvalue/counts/busy?",
+        "/state/keyvalue/counts/k?timestamped=true",
+        "/state/keyvalue/counts/?",
+        "/state/keyvalue/counts?",
+        "/state/keyvalue/counts/k?",
+        "/instances?",
+    ]
+    assert queries.asked[-1] == ("counts", "busy")
+
+
 def test_an_application_that_is_not_running_answers_409_and_hides_its_secrets(tmp_path: Path) -> None:
     secret = "s3cr3t-pa55word"
     b = StreamsBuilder()
@@ -338,6 +412,20 @@ def test_every_resource_answers_as_the_python_api_while_and_after_processing(
             r = http.get(path, params=params)
             assert (r.status_code, list(r.json())[:1]) == (status, ["error"]), (path, r.text)
             assert says in r.json()["error"], (path, r.text)
+        # A plain point read (PointReads, on the event loop) answers as the FastAPI route does (a
+        # query string takes the route): the same status and the same bytes.
+        for path in [
+            "/state/keyvalue/counts/k3",
+            "/state/keyvalue/counts/nope",
+            "/state/keyvalue/by-id/1",
+            "/state/keyvalue/by-id/abc",
+            "/state/keyvalue/nope/k1",
+            "/state/keyvalue/windowed/k1",
+            "/state/keyvalue/counts/a%2Fb%20c",
+        ]:
+            plain, routed = http.get(path), http.get(path, params={"timestamped": "false"})
+            assert (plain.status_code, plain.content) == (routed.status_code, routed.content), path
+            assert plain.headers["content-type"] == "application/json", path
         started = time.monotonic()
         r = http.get(
             "/state/keyvalue/counts/k1", params={"position": _bound(src, {0: 10**6}), "timeout_ms": 500}
