@@ -279,6 +279,23 @@ def _http_client(url_prefix: str, args: argparse.Namespace) -> subprocess.Popen[
     )
 
 
+def _await_answer(url: str, timeout_s: float = 120.0) -> None:
+    """Wait until ``url`` answers 200: a server may listen before its app is built (granian's
+    worker process builds its dict after the server printed ``ready``)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not answer in {timeout_s:g} s")
+        time.sleep(0.5)
+
+
 def _baseline_reads(args: argparse.Namespace, stack: str) -> Any:
     """The same lookups against bench/http_baseline.py (kspark's HTTP stack over a dict, in a
     process of its own), for ``--seconds``, W2 still running: the HTTP floor under this load."""
@@ -293,7 +310,7 @@ def _baseline_reads(args: argparse.Namespace, stack: str) -> Any:
         assert server.stdout is not None
         if server.stdout.readline().strip() != "ready":
             raise RuntimeError("bench.http_baseline did not start")
-        time.sleep(1.0)  # uvicorn listening
+        _await_answer(f"http://127.0.0.1:{port}/state/keyvalue/keys/u0000000")
         client = _http_client(f"http://127.0.0.1:{port}/state/keyvalue/keys/", args)
         http = json.loads(client.communicate(timeout=args.seconds + 120)[0])
         if http["errors"]:
