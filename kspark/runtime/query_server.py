@@ -118,7 +118,7 @@ if TYPE_CHECKING:
     from kspark.kafka_streams import KafkaStreams
     from kspark.runtime.spark.replica import StoreReplicas
 
-__all__ = ["QueryServer", "Queries", "create_app", "scrubber", "status_of"]
+__all__ = ["PointReads", "QueryServer", "Queries", "create_app", "outcome", "scrubber", "status_of"]
 
 _log = logging.getLogger(__name__)
 
@@ -524,13 +524,13 @@ class PointReads:
     """The server's ASGI application: plain point reads (``GET /state/keyvalue/{store}/{key}``,
     no query string) answered here on the event loop, everything else by the FastAPI app.
 
-    Why: on a loaded machine each step of a request is a wait for a core and, in the
-    application's process, for the interpreter lock, which Spark's driver and the replicas hold
-    in turns of 5 ms; FastAPI's routing, parameter parsing and response objects made such a read
-    ~2x the steps of this path. It answers exactly as the FastAPI route would (the same
-    :meth:`Queries.get_now` and :func:`outcome`); a read that has to wait (the replica is
-    applying a batch, or not started) or any other request goes to FastAPI, whose route reads
-    in its thread pool."""
+    Why: on a loaded machine each step of a request may wait for a core and, in the
+    application's process, for the interpreter lock. Over a dict in a process of its own, with W2
+    filling the cores, this path on uvloop and httptools answered at p99 4.8 ms where a FastAPI
+    route on asyncio took 17.3 ms (docs/interactive-queries.md, "Numbers"). It answers exactly
+    as the FastAPI route would (the same :meth:`Queries.get_now` and :func:`outcome`); a read
+    that has to wait (the replica is applying a batch, or not started) or any other request goes
+    to FastAPI, whose route reads in its thread pool."""
 
     def __init__(self, app: Any, queries: Queries, scrub: Callable[[str], str]) -> None:
         self.app = app
@@ -706,10 +706,11 @@ class QueryServer:
         self._socket = _listen(host)
         self.port = int(self._socket.getsockname()[1])
         secrets = _secrets_of(app._config.originals())
-        self.live = LivePage(app, scrubber(secrets))
+        scrub = scrubber(secrets)
+        self.live = LivePage(app, scrub)
         queries = Queries(app)
         config = uvicorn.Config(
-            PointReads(create_app(queries, secrets, self.live), queries, scrubber(secrets)),
+            PointReads(create_app(queries, secrets, self.live), queries, scrub),
             # uvloop and httptools (C): fewer steps per request than asyncio's and h11's Python,
             # each a wait for the interpreter lock under load. A loop of its own, in this
             # thread (uvicorn's loop factory): no global event loop policy is set.
