@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -51,23 +52,32 @@ def create(keys: int) -> FastAPI:
     return app
 
 
-def create_raw(keys: int) -> Any:
-    """The same answer as a bare ASGI callable: no framework between the server and the dict."""
+STACKS = ("fastapi", "raw", "uvloop", "granian")
+
+
+def _lookup(keys: int) -> Callable[[str], tuple[int, bytes]]:
+    """The point read every bare stack answers: a request path to its status and JSON body."""
     store = {f"u{i:07d}": 1 for i in range(keys)}
     position = {"keys": {"0": keys}}
-    headers = [(b"content-type", b"application/json")]
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        parts = scope["path"].split("/")
+    def answer(path: str) -> tuple[int, bytes]:
+        parts = path.split("/")
         name, key = parts[3], parts[4]
         value = store.get(key)
         if value is None:
-            status, body = 404, orjson.dumps({"error": f"no key {key}"})
-        else:
-            status, body = (
-                200,
-                orjson.dumps({"store": name, "key": key, "value": value, "position": position}),
-            )
+            return 404, orjson.dumps({"error": f"no key {key}"})
+        return 200, orjson.dumps({"store": name, "key": key, "value": value, "position": position})
+
+    return answer
+
+
+def create_raw(keys: int) -> Any:
+    """The same answer as a bare ASGI callable: no framework between the server and the dict."""
+    answer = _lookup(keys)
+    headers = [(b"content-type", b"application/json")]
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        status, body = answer(scope["path"])
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
@@ -77,6 +87,8 @@ def create_raw(keys: int) -> Any:
 def main(argv: list[str]) -> int:
     port, keys = int(argv[0]), int(argv[1])
     stack = argv[2] if len(argv) > 2 else "fastapi"
+    if stack not in STACKS:
+        raise SystemExit(f"unknown stack {stack!r}: one of {', '.join(STACKS)}")
     if stack == "granian":
         return _granian(port, keys)
     app = create(keys) if stack == "fastapi" else create_raw(keys)
@@ -123,20 +135,12 @@ def _granian(port: int, keys: int) -> int:
 
 def granian_app() -> Any:
     """The bare answer as an RSGI app (granian's own interface: no ASGI message dicts)."""
-    keys = int(os.environ["KSPARK_BASELINE_KEYS"])
-    store = {f"u{i:07d}": 1 for i in range(keys)}
-    position = {"keys": {"0": keys}}
+    answer = _lookup(int(os.environ["KSPARK_BASELINE_KEYS"]))
     headers = [("content-type", "application/json")]
 
     async def app(scope: Any, proto: Any) -> None:
-        parts = scope.path.split("/")
-        name, key = parts[3], parts[4]
-        value = store.get(key)
-        if value is None:
-            proto.response_bytes(404, headers, orjson.dumps({"error": f"no key {key}"}))
-        else:
-            body = {"store": name, "key": key, "value": value, "position": position}
-            proto.response_bytes(200, headers, orjson.dumps(body))
+        status, body = answer(scope.path)
+        proto.response_bytes(status, headers, body)
 
     return app
 

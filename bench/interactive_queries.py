@@ -21,8 +21,9 @@ One :class:`kspark.dev.LocalKafka`, two parts:
    timed one by one; the replicas' freshness (a batch's commit seen -> readable); the
    rate W2 really processed at (its store's position over time). With
    ``--baseline``, then the same HTTP lookups, W2 still running, against
-   bench/http_baseline.py: kspark's HTTP stack over a dict in a process of
-   its own, the floor that stack meets on this machine under this load.
+   bench/http_baseline.py: an HTTP stack over a dict in a process of its own
+   (``--baseline-stacks``), the floor that stack meets on this machine under
+   this load.
 
 Part 2 runs the working tree's kspark (this process imports it). Results
 go to ``--json`` and a summary is printed with the issue's targets: Python
@@ -47,6 +48,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from bench.http_baseline import STACKS
 from bench.run import SYSTEMS, add_common_args, export_kspark, preload, run_system
 from bench.stalls import StallWatch
 from kspark.dev.kafka import LocalKafka, free_port
@@ -297,8 +299,8 @@ def _await_answer(url: str, timeout_s: float = 120.0) -> None:
 
 
 def _baseline_reads(args: argparse.Namespace, stack: str) -> Any:
-    """The same lookups against bench/http_baseline.py (kspark's HTTP stack over a dict, in a
-    process of its own), for ``--seconds``, W2 still running: the HTTP floor under this load."""
+    """The same lookups against bench/http_baseline.py (HTTP stack ``stack`` over a dict, in a
+    process of its own), for ``--seconds``, W2 still running: that stack's floor under this load."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "bench.http_baseline", str(port), str(args.keys), stack],
@@ -355,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--baseline",
         action="store_true",
-        help="then, W2 still running, the same HTTP lookups against kspark's HTTP stack over a dict "
-        "in a process of its own (bench/http_baseline.py): that stack's floor under this load",
+        help="then, W2 still running, the same HTTP lookups against an HTTP stack over a dict in a "
+        "process of its own (bench/http_baseline.py): that stack's floor under this load",
     )
     ap.add_argument(
         "--baseline-stacks",
@@ -365,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
         "uvloop (kspark's point-read path), granian (bench/http_baseline.py says what each is)",
     )
     args = ap.parse_args(argv)
+    unknown = set(args.baseline_stacks.split(",")) - set(STACKS)
+    if unknown:
+        ap.error(f"--baseline-stacks: unknown {sorted(unknown)}; one of {', '.join(STACKS)}")
     args.commit_ms = TRIGGER_MS
     args.guarantee = "at_least_once"
     results: dict[str, Any] = {"args": {k: v for k, v in vars(args).items() if k != "kspark_src"}}
