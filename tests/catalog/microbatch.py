@@ -266,8 +266,11 @@ class MicroBatchReference:
             for topic, records in batch:
                 task.add_records(topic, partition, records)
                 moved += len(records)
-            while task.process():
-                task.maybe_punctuate_stream_time()
+            if self.fused:  # as the Spark runner's executors process a batch
+                task.process_buffered()
+            else:
+                while task.process():
+                    task.maybe_punctuate_stream_time()
             task.commit()
             written.append(task.drain_output())
         self.batches += 1

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from kspark import Consumed, Joined, Materialized, Produced, StreamsBuilder
 from kspark.config import StreamsConfig
 from kspark.errors import StreamsException
-from kspark.processor.api import Headers
+from kspark.processor.api import Headers, PunctuationType
 from kspark.processor.internals.records import RawRecord
 from kspark.processor.internals.task import StreamTask
 from kspark.serde import Serdes
@@ -96,13 +96,20 @@ def _raw(topic: str, offset: int, key: str | None, value: Any, ts: int) -> RawRe
     return RawRecord(topic, 1, offset, ts, None if key is None else key.encode(), data, headers)
 
 
-def _run(task: StreamTask, batches: list[list[RawRecord]], calls: list[Any]) -> tuple[Any, ...]:
+def _run(
+    task: StreamTask, batches: list[list[RawRecord]], calls: list[Any], buffered: bool = False
+) -> tuple[Any, ...]:
+    """Every observable of ``task`` after ``batches``; ``buffered``: each batch processed by
+    ``process_buffered`` (a fused queue in one call once it is the only one with records)."""
     try:
         for batch in batches:
             for topic in (TABLE, STREAM):
                 task.add_records(topic, 1, [r for r in batch if r.topic == topic])
-            while task.process():
-                task.maybe_punctuate_stream_time()
+            if buffered:
+                task.process_buffered()
+            else:
+                while task.process():
+                    task.maybe_punctuate_stream_time()
             task.commit()
         failure = None
     except StreamsException as e:
@@ -159,10 +166,46 @@ def test_a_join_fused_from_its_stream_does_what_the_engine_does(
     engine = _task(_topology(left, before, after, fail_on), processing, cache, engine_calls)
     expected = _run(engine, batches, engine_calls)
 
-    fused_calls: list[Any] = []
-    task = _task(_topology(left, before, after, fail_on), processing, cache, fused_calls)
-    assert task.fuse_sources() == [task.topology.source(STREAM).name]
-    assert _run(task, batches, fused_calls) == expected
+    for buffered in (False, True):
+        fused_calls: list[Any] = []
+        task = _task(_topology(left, before, after, fail_on), processing, cache, fused_calls)
+        assert task.fuse_sources() == [task.topology.source(STREAM).name]
+        assert _run(task, batches, fused_calls, buffered) == expected
+
+
+def test_a_fused_queue_alone_with_records_is_processed_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``process_buffered`` hands the stream's queue to its fused line in one call once the
+    table's queue is empty, with the engine's results; not while a stream-time punctuation is
+    scheduled (it could fall due between two records)."""
+    from kspark.processor.internals.fused import FusedChain
+
+    calls: list[int] = []
+    original = FusedChain.process
+
+    def counted(self: FusedChain, topic: str, partition: int, offsets: Any, *rest: Any, **kw: Any) -> None:
+        calls.append(len(offsets))
+        original(self, topic, partition, offsets, *rest, **kw)
+
+    monkeypatch.setattr(FusedChain, "process", counted)
+    table = [_raw(TABLE, i, k, i, 1) for i, k in enumerate("abc")]
+    stream = [_raw(STREAM, i, "abcd"[i % 4], "bad" if i == 7 else i, 10 + i) for i in range(20)]
+    batches = [table, stream]
+
+    engine = _task(_topology(True, "filter", "map", 5), "log_and_continue", True, [])
+    expected = _run(engine, batches, [])
+    task = _task(_topology(True, "filter", "map", 5), "log_and_continue", True, [])
+    task.fuse_sources()
+    assert _run(task, batches, [], buffered=True) == expected
+    # all twenty in one call (from the undeserializable one on, the call takes the task's path)
+    assert calls == [20]
+
+    calls.clear()
+    punctuated = _task(_topology(True, "filter", "map", 5), "log_and_continue", True, [])
+    punctuated.fuse_sources()
+    node = punctuated.topology.source(STREAM)
+    punctuated.schedule(node, 1_000, PunctuationType.STREAM_TIME, lambda ts: None)
+    assert _run(punctuated, batches, [], buffered=True) == expected
+    assert calls == []
 
 
 def test_versioned_tables_and_grace_periods_are_not_fused() -> None:

@@ -292,12 +292,14 @@ class FusedChain:
         values: Sequence[bytes | None],
         headers: Sequence[Any],
         to_headers: Callable[[Any], Headers],
+        first: tuple[Any, Any] | None = None,
     ) -> None:
         """Process one topic-partition's records in offset order; output goes to the task's collector.
 
         ``headers`` holds each record's headers as the runner has them (falsy for
         none) and ``to_headers`` turns one into :class:`Headers`, only where a
-        record's headers are needed.
+        record's headers are needed. ``first``: the first record's key and value,
+        already deserialized (by the task's queue), its timestamp not negative.
         """
         task = self._task
         source = self._entry
@@ -325,7 +327,7 @@ class FusedChain:
         # As Kafka's RecordQueue, the next record is deserialized and stamped before the
         # current one is processed (its handler may fail or skip it first); from the first
         # record the closures cannot take, the rest of the input goes the task's own path.
-        current = stamped(0) if count else None
+        current = first if first is not None else stamped(0) if count else None
         key: Any = None
         value: Any = None
         i = 0

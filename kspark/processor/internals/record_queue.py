@@ -74,6 +74,15 @@ class RecordQueue:
         self._update_head()
         return head
 
+    def take_all(self) -> tuple[StampedRecord | None, list[RawRecord]]:
+        """Remove every buffered record, for a caller that takes them itself (``StreamTask``'s
+        fused batches): the head as it was stamped (deserialized, records before it that failed
+        already handled), and the raw records behind it. Partition time does not move."""
+        head, records = self._head, list(self._fifo)
+        self._head = None
+        self._fifo.clear()
+        return head, records
+
     def size(self) -> int:
         return len(self._fifo) + (0 if self._head is None else 1)
 
@@ -169,6 +178,14 @@ class PartitionGroup:
         if record.timestamp > self.stream_time:
             self.stream_time = record.timestamp
         return record, queue
+
+    def take_all(self, queue: RecordQueue) -> tuple[StampedRecord | None, list[RawRecord]]:
+        """:meth:`RecordQueue.take_all` of ``queue``, the only queue with records; stream time
+        does not move (the caller advances it as it takes the records)."""
+        if self._single is None:
+            polled = self._non_empty.poll()
+            assert polled is queue and not self._non_empty, "take_all() of the only non-empty queue"
+        return queue.take_all()
 
     def num_buffered(self) -> int:
         return sum(q.size() for q in self.queues.values())

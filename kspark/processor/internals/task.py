@@ -19,6 +19,7 @@ task.drain_output()   # -> [OutputRecord(topic, partition|None, key, value, time
 task.stream_time, task.dropped_records_total
 task.e2e              # {node: LatencyStats}: record-e2e-latency of the source and terminal nodes
 task.fuse_sources()   # optional, after initialize(): fusable lines from a source run as closures
+task.process_buffered()  # the while loop above, a fused source's queue in one call when it is alone
 task.close()
 ```
 
@@ -53,6 +54,7 @@ from kspark.processor.internals.punctuation import PunctuationQueue, Punctuation
 from kspark.processor.internals.record_collector import RecordCollector
 from kspark.processor.internals.record_queue import PartitionGroup, RecordQueue
 from kspark.processor.internals.records import ConsumerRecord, OutputRecord, ProcessorRecordContext, RawRecord
+from kspark.processor.internals.timestamp_extractors import record_timestamp_extractor
 from kspark.state.api import StateStore
 
 if TYPE_CHECKING:
@@ -315,6 +317,67 @@ class StreamTask:
         finally:
             ctx.current_node = None
         return True
+
+    def process_buffered(self) -> None:
+        """Process every buffered record, punctuating stream time after each: ``while process():
+        maybe_punctuate_stream_time()``, with the same results. A queue that is the only one
+        holding records, from a source fused by :meth:`fuse_sources`, goes through its line in
+        one call (:meth:`FusedChain.process <kspark.processor.internals.fused.FusedChain.process>`)
+        rather than a record at a time through the partition group."""
+        while True:
+            queue = self._sole_fused_queue()
+            if queue is not None:
+                self._process_fused(queue)
+            elif self.process():
+                self.maybe_punctuate_stream_time()
+            else:
+                return
+
+    def process_until_empty(self, queue: RecordQueue) -> None:
+        """Process records, each from the queue with the smallest head timestamp as
+        :meth:`process` takes them, until ``queue`` has none buffered (a runner then refills
+        it); in one call through its fused line when it is the only queue with records, as in
+        :meth:`process_buffered`."""
+        if self._sole_fused_queue() is queue:
+            self._process_fused(queue)
+            return
+        while not queue.is_empty() and self.process():
+            self.maybe_punctuate_stream_time()
+
+    def _sole_fused_queue(self) -> RecordQueue | None:
+        """The queue whose records :meth:`_process_fused` may take all at once: the only one with
+        records, its source's line fused and stamped by the record's own timestamp; and no
+        stream-time punctuation scheduled (it could be due between two of the records)."""
+        if not self._fused_sources:
+            return None
+        candidates = [q for q in self.partition_group.queues.values() if not q.is_empty()]
+        if len(candidates) != 1 or self._stream_punctuations.next_due() is not None:
+            return None
+        (queue,) = candidates
+        if queue.source.name not in self._fused_sources or queue.head_timestamp() < 0:
+            return None  # (a negative head timestamp: only a corrupted record, kept for its offset)
+        extractor = queue.source.timestamp_extractor or self._default_extractor
+        return queue if record_timestamp_extractor(extractor) else None
+
+    def _process_fused(self, queue: RecordQueue) -> None:
+        """Every record of ``queue`` through its source's fused line in one
+        :meth:`FusedChain.process` call, which gives the same output, stream time and failures as
+        taking them one at a time; the head goes in as the queue deserialized it."""
+        chain = self._fused_sources[queue.source.name]
+        head, rest = self.partition_group.take_all(queue)
+        assert head is not None and head.record is not None
+        raws = [head.raw, *rest]
+        chain.process(
+            queue.topic,
+            queue.partition,
+            [r.offset for r in raws],
+            [head.timestamp, *[r.timestamp for r in rest]],
+            [r.key for r in raws],
+            [r.value for r in raws],
+            [r.headers for r in raws],
+            Headers.copy,
+            first=(head.record.key, head.record.value),
+        )
 
     def fuse_sources(self) -> list[str]:
         """From now on, run the records of each source whose line of operators is fusable (to a

@@ -279,8 +279,7 @@ _SCRATCH_TASKS = itertools.count()
 
 def _run(task: StreamTask) -> list[OutputRecord]:
     """Process everything queued, punctuate, commit: one micro-batch is one Kafka Streams commit."""
-    while task.process():
-        task.maybe_punctuate_stream_time()
+    task.process_buffered()
     task.maybe_punctuate_system_time(int(time.time() * 1000))
     task.commit()
     return task.drain_output()
@@ -529,15 +528,13 @@ def process_feeds(task: StreamTask, partition: int, feeds: list[Feed], emit: Cal
                 task.add_records(queue.topic, partition, chunk)
         if len(active) == 1:
             ((queue, _),) = active
-            while not queue.is_empty() and task.process():
-                task.maybe_punctuate_stream_time()
+            task.process_until_empty(queue)
         else:
             fed = [queue for queue, _ in active]
             while all(not q.is_empty() for q in fed) and task.process():
                 task.maybe_punctuate_stream_time()
         emit()
-    while task.process():  # what is left of the topics whose input has all been added
-        task.maybe_punctuate_stream_time()
+    task.process_buffered()  # what is left of the topics whose input has all been added
     emit()
 
 
