@@ -97,15 +97,25 @@ def _raw(topic: str, offset: int, key: str | None, value: Any, ts: int) -> RawRe
 
 
 def _run(
-    task: StreamTask, batches: list[list[RawRecord]], calls: list[Any], buffered: bool = False
+    task: StreamTask, batches: list[list[RawRecord]], calls: list[Any], mode: str = "records"
 ) -> tuple[Any, ...]:
-    """Every observable of ``task`` after ``batches``; ``buffered``: each batch processed by
-    ``process_buffered`` (a fused queue in one call once it is the only one with records)."""
+    """Every observable of ``task`` after ``batches``, each processed by ``process`` a record at a
+    time (``records``), by ``process_buffered`` (``buffered``: a fused queue in one call once it
+    is the only one with records), or (``columns``) also offering the stream's records as
+    columns to ``process_columns`` first (taken only when nothing is buffered)."""
     try:
         for batch in batches:
             for topic in (TABLE, STREAM):
-                task.add_records(topic, 1, [r for r in batch if r.topic == topic])
-            if buffered:
+                records = [r for r in batch if r.topic == topic]
+                if topic == STREAM and mode == "columns" and records:
+                    columns = [
+                        [getattr(r, f) for r in records] for f in ("offset", "timestamp", "key", "value")
+                    ]
+                    headers = [r.headers for r in records]
+                    if task.process_columns(STREAM, 1, *columns, headers, Headers.copy):
+                        continue
+                task.add_records(topic, 1, records)
+            if mode != "records":
                 task.process_buffered()
             else:
                 while task.process():
@@ -166,11 +176,11 @@ def test_a_join_fused_from_its_stream_does_what_the_engine_does(
     engine = _task(_topology(left, before, after, fail_on), processing, cache, engine_calls)
     expected = _run(engine, batches, engine_calls)
 
-    for buffered in (False, True):
+    for mode in ("records", "buffered", "columns"):
         fused_calls: list[Any] = []
         task = _task(_topology(left, before, after, fail_on), processing, cache, fused_calls)
         assert task.fuse_sources() == [task.topology.source(STREAM).name]
-        assert _run(task, batches, fused_calls, buffered) == expected
+        assert _run(task, batches, fused_calls, mode) == expected
 
 
 def test_a_fused_queue_alone_with_records_is_processed_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -195,7 +205,7 @@ def test_a_fused_queue_alone_with_records_is_processed_in_one_call(monkeypatch: 
     expected = _run(engine, batches, [])
     task = _task(_topology(True, "filter", "map", 5), "log_and_continue", True, [])
     task.fuse_sources()
-    assert _run(task, batches, [], buffered=True) == expected
+    assert _run(task, batches, [], "buffered") == expected
     # all twenty in one call (from the undeserializable one on, the call takes the task's path)
     assert calls == [20]
 
@@ -204,8 +214,15 @@ def test_a_fused_queue_alone_with_records_is_processed_in_one_call(monkeypatch: 
     punctuated.fuse_sources()
     node = punctuated.topology.source(STREAM)
     punctuated.schedule(node, 1_000, PunctuationType.STREAM_TIME, lambda ts: None)
-    assert _run(punctuated, batches, [], buffered=True) == expected
+    assert _run(punctuated, batches, [], "buffered") == expected
+    assert _run(punctuated, [[], stream], [], "columns")[0]  # it had output: the records were taken
     assert calls == []
+
+    # columns go straight to the line only when nothing is buffered
+    task = _task(_topology(True, "filter", "map", 5), "log_and_continue", True, [])
+    task.fuse_sources()
+    assert _run(task, batches, [], "columns") == expected
+    assert calls == [20]
 
 
 def test_versioned_tables_and_grace_periods_are_not_fused() -> None:

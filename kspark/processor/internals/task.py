@@ -35,7 +35,7 @@ processor, topic, partition and offset.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
@@ -344,20 +344,51 @@ class StreamTask:
         while not queue.is_empty() and self.process():
             self.maybe_punctuate_stream_time()
 
+    def process_columns(
+        self,
+        topic: str,
+        partition: int,
+        offsets: Sequence[int],
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Any],
+        to_headers: Callable[[Any], Headers],
+    ) -> bool:
+        """Process records of ``topic``-``partition`` given as columns (``headers`` as the runner
+        has them, ``to_headers`` makes ``Headers`` of one), as :meth:`add_records` followed by
+        :meth:`process_buffered` would, through the source's fused line in one call: only when
+        nothing is buffered and the line may take records alone (:meth:`_sole_fused_queue`).
+        Returns whether it did; if not, nothing was done (the caller adds the records)."""
+        if not self._fused_sources or self.partition_group.num_buffered():
+            return False
+        queue = self.input_queue(topic, partition)
+        if not self._takes_alone(queue):
+            return False
+        chain = self._fused_sources[queue.source.name]
+        chain.process(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
+        return True
+
     def _sole_fused_queue(self) -> RecordQueue | None:
         """The queue whose records :meth:`_process_fused` may take all at once: the only one with
-        records, its source's line fused and stamped by the record's own timestamp; and no
-        stream-time punctuation scheduled (it could be due between two of the records)."""
+        records, and one its fused line may take alone (:meth:`_takes_alone`)."""
         if not self._fused_sources:
             return None
         candidates = [q for q in self.partition_group.queues.values() if not q.is_empty()]
-        if len(candidates) != 1 or self._stream_punctuations.next_due() is not None:
+        if len(candidates) != 1:
             return None
         (queue,) = candidates
-        if queue.source.name not in self._fused_sources or queue.head_timestamp() < 0:
-            return None  # (a negative head timestamp: only a corrupted record, kept for its offset)
-        extractor = queue.source.timestamp_extractor or self._default_extractor
-        return queue if record_timestamp_extractor(extractor) else None
+        if queue.head_timestamp() < 0:
+            return None  # only a corrupted record, kept for its offset
+        return queue if self._takes_alone(queue) else None
+
+    def _takes_alone(self, queue: RecordQueue) -> bool:
+        """Whether ``queue``'s source's fused line may take its records in one call while no other
+        queue has any: the line is fused, stamps by the record's own timestamp, and no stream-time
+        punctuation is scheduled (it could be due between two of the records)."""
+        if queue.source.name not in self._fused_sources or self._stream_punctuations.next_due() is not None:
+            return False
+        return record_timestamp_extractor(queue.source.timestamp_extractor or self._default_extractor)
 
     def _process_fused(self, queue: RecordQueue) -> None:
         """Every record of ``queue`` through its source's fused line in one

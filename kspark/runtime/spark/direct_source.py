@@ -56,17 +56,16 @@ from kspark.processor.api import Headers
 from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import read_range
 from kspark.runtime.spark.tasks import (
+    FeedChunk,
     TopologySpec,
     process_stateless,
     process_stateless_feeds,
-    raw_records,
 )
 from kspark.runtime.spark.warm import new_task_metrics, warm_entry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from kspark.processor.internals.records import RawRecord
     from kspark.runtime.spark.task_commit import TaskCommit
 
 __all__ = [
@@ -280,11 +279,11 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
             counted[0] += len(chunk.offsets)
 
-    def _records(self, r: OffsetRange, counted: list[int]) -> Iterator[list[RawRecord]]:
+    def _records(self, r: OffsetRange, counted: list[int]) -> Iterator[FeedChunk]:
         """A range's records a chunk at a time, as the engine's task takes them (counted as read)."""
         for chunk in read_range(self.plan.consumer, r.topic, r.partition, r.start, r.end):
             counted[0] += len(chunk.offsets)
-            yield raw_records(
+            yield FeedChunk(
                 r.topic,
                 r.partition,
                 chunk.offsets,

@@ -103,6 +103,7 @@ __all__ = [
     "process_feeds",
     "raw_records",
     "Feed",
+    "FeedChunk",
     "TopologySpec",
     "StatelessStage",
     "TaskStage",
@@ -145,6 +146,38 @@ def raw_records(
         RawRecord(topic, partition, o, t, k, v, to_headers(h))
         for o, t, k, v, h in zip(offsets, timestamps, keys, values, headers, strict=True)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedChunk:
+    """Consecutive records of one topic-partition of a task's input, in offset order, as the
+    column lists a reader gives (``to_headers`` turns one record's headers as given, None or
+    empty for none, into ``Headers``). The task's queue takes them as :meth:`records`; a fused
+    line with the task to itself takes the columns (``StreamTask.process_columns``)."""
+
+    topic: str
+    partition: int
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[Any]
+    values: list[Any]
+    headers: list[Any]
+    to_headers: Callable[[Any], Headers] = kafka_headers
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def records(self) -> list[RawRecord]:
+        return raw_records(
+            self.topic,
+            self.partition,
+            self.offsets,
+            self.timestamps,
+            self.keys,
+            self.values,
+            self.headers,
+            self.to_headers,
+        )
 
 
 @dataclass(frozen=True)
@@ -424,9 +457,7 @@ def _by_topic_partition(batch: pa.RecordBatch) -> list[tuple[tuple[str, int], di
     ]
 
 
-def _input_feeds(
-    partition: int, frames: list[pd.DataFrame] | SpilledInput
-) -> list[tuple[str, Iterator[list[RawRecord]]]]:
+def _input_feeds(partition: int, frames: list[pd.DataFrame] | SpilledInput) -> list[Feed]:
     """A task's micro-batch input: per topic (in name order), its records in offset order, in
     chunks of about one Arrow batch (~10,000 records), made Python objects only when taken.
 
@@ -438,8 +469,8 @@ def _input_feeds(
     """
     import pandas as pd
 
-    def records(topic: str, df: pd.DataFrame) -> list[RawRecord]:
-        return raw_records(
+    def records(topic: str, df: pd.DataFrame) -> FeedChunk:
+        return FeedChunk(
             topic,
             partition,
             df["offset"].tolist(),
@@ -454,7 +485,7 @@ def _input_feeds(
             (
                 topic,
                 (
-                    raw_records(
+                    FeedChunk(
                         topic, partition, c["offset"], c["timestamp"], c["key"], c["value"], c["headers"]
                     )
                     for c in chunks
@@ -470,7 +501,7 @@ def _input_feeds(
         return [(topic, (records(topic, f) for f in in_offset_order(frames)))]
     step = max(len(f) for f in frames)
 
-    def chunks(topic: str, rows: pd.DataFrame) -> Iterator[list[RawRecord]]:
+    def chunks(topic: str, rows: pd.DataFrame) -> Iterator[FeedChunk]:
         return (records(topic, f) for f in in_offset_order([rows], step))
 
     data = pd.concat(frames, ignore_index=True)
@@ -509,7 +540,7 @@ def process_input(
     process_feeds(task, partition, _input_feeds(partition, frames), emit)
 
 
-Feed = tuple[str, Iterator[list[RawRecord]]]
+Feed = tuple[str, Iterator[FeedChunk]]
 """One input topic of a task's micro-batch: the topic, and its records in offset order, in chunks."""
 
 
@@ -525,7 +556,21 @@ def process_feeds(task: StreamTask, partition: int, feeds: list[Feed], emit: Cal
                 if chunk is None:
                     active.remove((queue, chunks))
                     break
-                task.add_records(queue.topic, partition, chunk)
+                # The last topic with input, its line fused: the chunk goes through the line as
+                # columns, never RawRecords (process_columns says whether it took it).
+                if len(active) == 1 and task.process_columns(
+                    chunk.topic,
+                    partition,
+                    chunk.offsets,
+                    chunk.timestamps,
+                    chunk.keys,
+                    chunk.values,
+                    chunk.headers,
+                    chunk.to_headers,
+                ):
+                    emit()
+                    continue
+                task.add_records(queue.topic, partition, chunk.records())
         if len(active) == 1:
             ((queue, _),) = active
             task.process_until_empty(queue)

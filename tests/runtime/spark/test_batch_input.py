@@ -30,7 +30,14 @@ def _frame(topic: str, offsets: list[int], headers: Any = None) -> Any:
 
 def _records(feeds: Any) -> list[tuple[str, list[tuple[Any, ...]]]]:
     return [
-        (topic, [(r.offset, r.timestamp, r.key, r.value, r.headers.to_list()) for c in chunks for r in c])
+        (
+            topic,
+            [
+                (r.offset, r.timestamp, r.key, r.value, r.headers.to_list())
+                for c in chunks
+                for r in c.records()
+            ],
+        )
         for topic, chunks in feeds
     ]
 
@@ -66,7 +73,11 @@ def test_held_input_spills_past_its_bound_and_removes_the_files(tmp_path: Path, 
     with held_input(iter(frames), spill_rows=2) as big:
         assert isinstance(big, SpilledInput) and big.rows == 3
         assert Path(big.directory).parent == tmp_path
-        assert [r.offset for _, c in tasks._input_feeds(0, big) for chunk in c for r in chunk] == [1, 2, 3]
+        assert [r.offset for _, c in tasks._input_feeds(0, big) for chunk in c for r in chunk.records()] == [
+            1,
+            2,
+            3,
+        ]
     assert not os.path.exists(big.directory)
 
 

@@ -116,7 +116,7 @@ def _frame(topic: str, offsets: list[int]) -> Any:
 
 
 def _shape(feeds: Any) -> list[tuple[str, list[list[int]]]]:
-    shape = [(topic, [[r for r in chunk] for chunk in chunks]) for topic, chunks in feeds]
+    shape = [(topic, [chunk.records() for chunk in chunks]) for topic, chunks in feeds]
     assert all(r.topic == topic for topic, chunks in shape for chunk in chunks for r in chunk)
     return [(topic, [[r.offset for r in chunk] for chunk in chunks]) for topic, chunks in shape]
 
@@ -134,7 +134,7 @@ def test_input_out_of_order_or_from_several_topics_is_sorted_per_topic() -> None
     mixed = [_frame("b", [7, 3, 8]), _frame("a", [4])]
     assert _shape(tasks._input_feeds(0, mixed)) == [("a", [[4]]), ("b", [[3, 7, 8]])]
     ((_, chunks),) = tasks._input_feeds(6, [_frame("a", [4])])
-    records = next(chunks)
+    records = next(chunks).records()
     assert (records[0].partition, records[0].timestamp, records[0].value) == (6, 40, b"4")
 
 
