@@ -509,18 +509,24 @@ def _input_feeds(partition: int, frames: list[pd.DataFrame] | SpilledInput) -> l
 
 
 def in_offset_order(frames: list[pd.DataFrame], step: int | None = None) -> Iterator[pd.DataFrame]:
-    """One topic-partition's rows in offset order: the frames as Spark gave them (one Arrow
-    batch each) when they come in order, as is usual; else sorted, in slices of ``step`` rows
-    (the largest frame's). Offsets are unique within a topic-partition."""
+    """One topic-partition's rows in offset order, in slices of at most ``step`` rows (default:
+    the largest frame's): the frames as Spark gave them (one Arrow batch each) when they come
+    in order, as is usual, else sorted. Offsets are unique within a topic-partition."""
     import pandas as pd
 
     offsets = [f["offset"].to_numpy() for f in frames]
+    step = step or max(len(f) for f in frames)
     if all(bool((o[1:] > o[:-1]).all()) for o in offsets) and all(
         prev[-1] < nxt[0] for prev, nxt in itertools.pairwise(offsets)
     ):
-        yield from frames
+        # (a topic's rows of a batch of several topics come as one frame: sliced, so that only
+        # a step's worth are Python objects at once)
+        for frame in frames:
+            if len(frame) <= step:
+                yield frame
+            else:
+                yield from (frame.iloc[i : i + step] for i in range(0, len(frame), step))
         return
-    step = step or max(len(f) for f in frames)
     data = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     data = data.sort_values("offset", kind="stable", ignore_index=True)
     for i in range(0, len(data), step):

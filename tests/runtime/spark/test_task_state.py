@@ -133,6 +133,9 @@ def test_input_out_of_order_or_from_several_topics_is_sorted_per_topic() -> None
     assert _shape(tasks._input_feeds(0, [_frame("a", [2, 1])])) == [("a", [[1, 2]])]
     mixed = [_frame("b", [7, 3, 8]), _frame("a", [4])]
     assert _shape(tasks._input_feeds(0, mixed)) == [("a", [[4]]), ("b", [[3, 7, 8]])]
+    # a batch of several topics: each topic's rows at most the largest frame's worth at a time
+    two = [_frame("a", [1, 2]), _frame("b", [5]), _frame("a", [3, 4]), _frame("a", [6, 7])]
+    assert _shape(tasks._input_feeds(0, two)) == [("a", [[1, 2], [3, 4], [6, 7]]), ("b", [[5]])]
     ((_, chunks),) = tasks._input_feeds(6, [_frame("a", [4])])
     records = next(chunks).records()
     assert (records[0].partition, records[0].timestamp, records[0].value) == (6, 40, b"4")
