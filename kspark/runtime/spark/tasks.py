@@ -480,19 +480,16 @@ def _input_feeds(partition: int, frames: list[pd.DataFrame] | SpilledInput) -> l
             df["headers"].tolist(),
         )
 
+    def spilled(topic: str, chunks: Iterator[dict[str, list[Any]]]) -> Iterator[FeedChunk]:
+        # A function binds ``topic`` now: a generator in the comprehension below would read the
+        # comprehension's last topic when it runs, labelling every spilled record with it.
+        return (
+            FeedChunk(topic, partition, c["offset"], c["timestamp"], c["key"], c["value"], c["headers"])
+            for c in chunks
+        )
+
     if isinstance(frames, SpilledInput):
-        return [
-            (
-                topic,
-                (
-                    FeedChunk(
-                        topic, partition, c["offset"], c["timestamp"], c["key"], c["value"], c["headers"]
-                    )
-                    for c in chunks
-                ),
-            )
-            for topic, chunks in frames.topics(_SPILLED_CHUNK)
-        ]
+        return [(topic, spilled(topic, chunks)) for topic, chunks in frames.topics(_SPILLED_CHUNK)]
     if not frames:
         return []
     topics = {str(t) for f in frames for t in f["topic"].unique()}

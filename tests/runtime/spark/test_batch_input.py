@@ -33,7 +33,7 @@ def _records(feeds: Any) -> list[tuple[str, list[tuple[Any, ...]]]]:
         (
             topic,
             [
-                (r.offset, r.timestamp, r.key, r.value, r.headers.to_list())
+                (r.topic, r.partition, r.offset, r.timestamp, r.key, r.value, r.headers.to_list())
                 for c in chunks
                 for r in c.records()
             ],
@@ -174,8 +174,8 @@ def test_a_batch_spilled_out_of_order_reads_back_sorted_one_bucket_at_a_time(
     expected = _records(tasks._input_feeds(3, frames))
     assert got == expected
     recs = [r for _, rs in got for r in rs]
-    assert any(r[2] is None for r in recs) and any(r[3] is None for r in recs)
-    assert any(r[4] == [("h", b"v"), ("z", None)] for r in recs) and any(r[4] == [] for r in recs)
+    assert any(r[4] is None for r in recs) and any(r[5] is None for r in recs)  # null keys, values
+    assert any(r[6] == [("h", b"v"), ("z", None)] for r in recs) and any(r[6] == [] for r in recs)
     assert not os.path.exists(spilled.directory)
 
 
