@@ -20,6 +20,8 @@ task.stream_time, task.dropped_records_total
 task.e2e              # {node: LatencyStats}: record-e2e-latency of the source and terminal nodes
 task.fuse_sources()   # optional, after initialize(): fusable lines from a source run as closures
 task.process_buffered()  # the while loop above, a fused source's queue in one call when it is alone
+task.process_columns(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
+                      # -> bool: add_records + process_buffered for a fused source, if nothing is queued
 task.close()
 ```
 
@@ -358,7 +360,7 @@ class StreamTask:
         """Process records of ``topic``-``partition`` given as columns (``headers`` as the runner
         has them, ``to_headers`` makes ``Headers`` of one), as :meth:`add_records` followed by
         :meth:`process_buffered` would, through the source's fused line in one call: only when
-        nothing is buffered and the line may take records alone (:meth:`_sole_fused_queue`).
+        nothing is buffered and the line may take records alone (:meth:`_takes_alone`).
         Returns whether it did; if not, nothing was done (the caller adds the records)."""
         if not self._fused_sources or self.partition_group.num_buffered():
             return False

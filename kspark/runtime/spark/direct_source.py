@@ -55,8 +55,8 @@ from kspark.errors import StreamsException
 from kspark.processor.api import Headers
 from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import read_range
+from kspark.runtime.spark.task_input import FeedChunk
 from kspark.runtime.spark.tasks import (
-    FeedChunk,
     TopologySpec,
     process_stateless,
     process_stateless_feeds,

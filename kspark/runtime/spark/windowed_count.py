@@ -62,6 +62,7 @@ from kspark.kstream.windowed import TimeWindow
 from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.spark.kafka_io import HeaderReader
 from kspark.runtime.spark.shuffle import task_of
+from kspark.runtime.spark.task_input import in_offset_order
 from kspark.runtime.spark.task_state import (
     Latest,
     TaskMeta,
@@ -72,7 +73,6 @@ from kspark.runtime.spark.task_state import (
 from kspark.runtime.spark.tasks import (
     Sender,
     TopologySpec,
-    in_offset_order,
     stateful_processor_base,
 )
 from kspark.runtime.spark.warm import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kspark.runtime.spark import batch_input, tasks
+from kspark.runtime.spark import batch_input, task_input
 from kspark.runtime.spark.batch_input import SpilledInput, held_input
 
 
@@ -57,10 +57,10 @@ def test_a_spilled_batch_gives_the_records_of_the_batch_in_memory(frames: list[A
     for f in frames:
         spilled.add(f)
     try:
-        got = _records(tasks._input_feeds(3, spilled))
+        got = _records(task_input.input_feeds(3, spilled))
     finally:
         spilled.close()
-    assert got == _records(tasks._input_feeds(3, frames))
+    assert got == _records(task_input.input_feeds(3, frames))
     assert any(h for _, recs in got for *_, h in recs)  # headers survived the round trip
     assert not os.path.exists(spilled.directory)
 
@@ -73,7 +73,9 @@ def test_held_input_spills_past_its_bound_and_removes_the_files(tmp_path: Path, 
     with held_input(iter(frames), spill_rows=2) as big:
         assert isinstance(big, SpilledInput) and big.rows == 3
         assert Path(big.directory).parent == tmp_path
-        assert [r.offset for _, c in tasks._input_feeds(0, big) for chunk in c for r in chunk.records()] == [
+        assert [
+            r.offset for _, c in task_input.input_feeds(0, big) for chunk in c for r in chunk.records()
+        ] == [
             1,
             2,
             3,
@@ -159,19 +161,19 @@ def test_a_batch_spilled_out_of_order_reads_back_sorted_one_bucket_at_a_time(
 ) -> None:
     frames = _frames("a", _shuffled(kind, 500, seed=1), seed=2)
     frames += _frames("b", sorted(_shuffled(kind, 60, seed=3)), seed=4)  # in order: read as added
-    monkeypatch.setattr(tasks, "_SPILLED_CHUNK", 7)
+    monkeypatch.setattr(task_input, "_SPILLED_CHUNK", 7)
     reads = _Reads(monkeypatch)
     spilled = _spill(frames, tmp_path, bucket_rows=50)  # 56 rows: a multiple of the step, 7
     try:
         chunks = {topic: list(c) for topic, c in spilled.topics(7)}
-        got = _records(tasks._input_feeds(3, spilled))
+        got = _records(task_input.input_feeds(3, spilled))
         assert sorted(os.listdir(spilled.directory)) == ["0.arrow", "1.arrow"]  # the buckets are gone
     finally:
         spilled.close()
     assert reads.tables.count(56) == 2 * 8 and reads.tables.count(500 - 8 * 56) == 2  # 9 buckets, twice
     assert [len(c["offset"]) for c in chunks["a"]] == [7] * (500 // 7) + [500 % 7]
     assert [o for c in chunks["a"] for o in c["offset"]] == sorted(_shuffled(kind, 500, seed=1))
-    expected = _records(tasks._input_feeds(3, frames))
+    expected = _records(task_input.input_feeds(3, frames))
     assert got == expected
     recs = [r for _, rs in got for r in rs]
     assert any(r[4] is None for r in recs) and any(r[5] is None for r in recs)  # null keys, values

@@ -7,7 +7,7 @@ from typing import Any
 
 from state_fakes import ListStateLike
 
-from kspark.runtime.spark import task_state, tasks
+from kspark.runtime.spark import task_input, task_state
 from kspark.runtime.spark.task_state import COMPACT_AFTER_ROWS, fold_changelog, persist_changelog
 from kspark.runtime.spark.tasks import TopologySpec
 
@@ -122,27 +122,27 @@ def _shape(feeds: Any) -> list[tuple[str, list[list[int]]]]:
 
 
 def test_input_in_offset_order_is_taken_one_arrow_batch_at_a_time() -> None:
-    feeds = tasks._input_feeds(3, [_frame("a", [1, 2]), _frame("a", [5, 9])])
+    feeds = task_input.input_feeds(3, [_frame("a", [1, 2]), _frame("a", [5, 9])])
     assert _shape(feeds) == [("a", [[1, 2], [5, 9]])]
 
 
 def test_input_out_of_order_or_from_several_topics_is_sorted_per_topic() -> None:
-    assert _shape(tasks._input_feeds(0, [_frame("a", [5, 9]), _frame("a", [1, 2])])) == [
+    assert _shape(task_input.input_feeds(0, [_frame("a", [5, 9]), _frame("a", [1, 2])])) == [
         ("a", [[1, 2], [5, 9]])
     ]
-    assert _shape(tasks._input_feeds(0, [_frame("a", [2, 1])])) == [("a", [[1, 2]])]
+    assert _shape(task_input.input_feeds(0, [_frame("a", [2, 1])])) == [("a", [[1, 2]])]
     mixed = [_frame("b", [7, 3, 8]), _frame("a", [4])]
-    assert _shape(tasks._input_feeds(0, mixed)) == [("a", [[4]]), ("b", [[3, 7, 8]])]
+    assert _shape(task_input.input_feeds(0, mixed)) == [("a", [[4]]), ("b", [[3, 7, 8]])]
     # a batch of several topics: each topic's rows at most the largest frame's worth at a time
     two = [_frame("a", [1, 2]), _frame("b", [5]), _frame("a", [3, 4]), _frame("a", [6, 7])]
-    assert _shape(tasks._input_feeds(0, two)) == [("a", [[1, 2], [3, 4], [6, 7]]), ("b", [[5]])]
-    ((_, chunks),) = tasks._input_feeds(6, [_frame("a", [4])])
+    assert _shape(task_input.input_feeds(0, two)) == [("a", [[1, 2], [3, 4], [6, 7]]), ("b", [[5]])]
+    ((_, chunks),) = task_input.input_feeds(6, [_frame("a", [4])])
     records = next(chunks).records()
     assert (records[0].partition, records[0].timestamp, records[0].value) == (6, 40, b"4")
 
 
 def test_no_input_is_no_feed() -> None:
-    assert tasks._input_feeds(0, []) == []
+    assert task_input.input_feeds(0, []) == []
 
 
 def test_chunked_input_is_processed_in_the_order_of_the_whole_batch_buffered() -> None:
@@ -171,7 +171,7 @@ def test_chunked_input_is_processed_in_the_order_of_the_whole_batch_buffered() -
             frame["value"] = [f"{topic}{o}".encode() for o in offsets]
             frames += [frame.iloc[i : i + chunk] for i in range(0, n, chunk)]
         rng.shuffle(frames)
-        tasks.process_input(task, 0, frames, lambda: None)
+        task_input.process_input(task, 0, frames, lambda: None)
         return seen
 
     whole = order(1_000)
