@@ -30,6 +30,7 @@ from kspark.processor.internals.global_task import GlobalStateTask
 from kspark.processor.internals.records import RawRecord
 from kspark.runtime.kafka_clients import librdkafka_security
 from kspark.runtime.spark.kafka_io import OffsetLister
+from kspark.runtime.spark.partition_reader import consume_toward
 from kspark.runtime.spark.store_restore import scratch_dir
 
 if TYPE_CHECKING:
@@ -97,7 +98,8 @@ class GlobalStateReplica:
                 raise StreamsException(
                     f"Global state could not catch up with {self.topics} in {_CATCH_UP_TIMEOUT_S} s"
                 )
-            for msg in self._consumer.consume(10_000, timeout=0.5):
+            wanted = sum(max(0, end - self._positions[tp]) for tp, end in ends.items())
+            for msg in consume_toward(self._consumer, wanted, 10_000):
                 if msg.error() is not None:
                     raise StreamsException(f"Reading global topic {msg.topic()}: {msg.error()}")
                 raw = _raw_record(msg)

@@ -34,7 +34,7 @@ from typing import Any
 from kspark.errors import StreamsException
 from kspark.runtime.spark.warm_pool import WarmPool
 
-__all__ = ["Chunk", "PartitionReader", "CONSUMERS", "consumer_config", "read_range"]
+__all__ = ["Chunk", "PartitionReader", "CONSUMERS", "consumer_config", "consume_toward", "read_range"]
 
 _LOG = logging.getLogger("kspark.consumer")
 
@@ -54,6 +54,23 @@ _UNREADABLE = frozenset(
 """Errors (by librdkafka's name) after which a range cannot be read, however long one waits."""
 
 _CONSUME_BATCH = 10_000  # records per consume() call: one chunk, about one Arrow batch of the JVM path
+_CONSUME_WAIT = 0.05
+"""Seconds a :func:`consume_toward` call waits for records still missing: about what is lost at the
+end of a range that holds fewer records than offsets (transaction markers, compacted gaps)."""
+
+
+def consume_toward(consumer: Any, wanted: int, most: int) -> list[Any]:
+    """Up to ``wanted`` (at most ``most``) messages of a read toward a known end offset.
+
+    librdkafka's ``consume(n, timeout)`` returns when it holds ``n`` messages or at its timeout.
+    Asking for a full batch near the end of a caught-up log waited out the whole timeout every
+    time: a direct-read task of ~7,000 records took 0.55 s instead of 0.05 (W1 at 20,000
+    records/s, 100 ms trigger: p50 latency 691 -> 325 ms, bench/results/README.md). ``wanted``
+    is what the read still lacks in offsets, so in the usual case the call returns as soon as
+    the records are there; a short timeout bounds the wait where fewer records than offsets
+    remain. Callers loop until their end, so a short call loses nothing.
+    """
+    return consumer.consume(max(1, min(most, wanted)), _CONSUME_WAIT)  # type: ignore[no-any-return]
 
 
 def consumer_config(bootstrap_servers: str, group_id: str, extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,7 +136,10 @@ class PartitionReader:
         position = start
         deadline = time.monotonic() + NO_PROGRESS_SECONDS
         while position < end:
-            messages, self._ahead = (self._ahead, []) if self._ahead else (self._consume(), [])
+            if self._ahead:
+                messages, self._ahead = self._ahead, []
+            else:
+                messages = consume_toward(self.consumer, end - position, _CONSUME_BATCH)
             events = [m for m in messages if m.error() is not None]  # (KafkaError == None raises)
             if messages and not events:
                 # Records only, the usual case: columns by comprehension, cut at the range's end.
@@ -178,9 +198,6 @@ class PartitionReader:
             headers.append(msg.headers())
             position = offset + 1
         return offsets, timestamps, keys, values, headers, position
-
-    def _consume(self) -> list[Any]:
-        return self.consumer.consume(_CONSUME_BATCH, 0.5)
 
     def _check(self, error: Any, position: int, end: int) -> None:
         """Raise for an error that means the range cannot be read; librdkafka retries the others

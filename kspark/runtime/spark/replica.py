@@ -43,6 +43,7 @@ from kspark.errors import InvalidStateStoreException, StreamsException, UnknownS
 from kspark.query import Position, PositionBound, StoreQueryParameters
 from kspark.runtime.kafka_clients import create_topics
 from kspark.runtime.spark.kafka_io import OffsetLister
+from kspark.runtime.spark.partition_reader import consume_toward
 from kspark.runtime.spark.plan import PhysicalPlan
 from kspark.state.api import KeyValueIterator
 from kspark.state.internals.iterators import PeekingKeyValueIterator
@@ -402,7 +403,8 @@ class StoreReplicas:
                 raise StreamsException(
                     f"changelog topics did not reach the committed offsets in 120 s (at, wanted): {behind}"
                 )
-            for msg in consumer.consume(10_000, timeout=0.2):
+            wanted = sum(max(0, end - reached[tp]) for tp, end in targets.items())
+            for msg in consume_toward(consumer, wanted, 10_000):
                 if msg.error() is not None:
                     raise StreamsException(
                         f"reading changelog {msg.topic()}-{msg.partition()}: {msg.error()}"

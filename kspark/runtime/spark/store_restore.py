@@ -45,7 +45,7 @@ from typing import Any, Literal, cast
 from kspark.errors import StreamsException
 from kspark.runtime.kafka_clients import librdkafka_security
 from kspark.runtime.spark.kafka_io import OffsetLister
-from kspark.runtime.spark.partition_reader import consumer_config
+from kspark.runtime.spark.partition_reader import consume_toward, consumer_config
 from kspark.runtime.spark.warm_pool import WarmPool
 from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR
 
@@ -250,11 +250,13 @@ class ChangelogReader:
         if end <= start:
             return 0
         self.consumer.assign([TopicPartition(topic, partition, start if start > 0 else OFFSET_BEGINNING)])
-        restored = 0
+        restored, position = 0, start
         last_progress = time.monotonic()
         try:
             while True:
-                messages = self.consumer.consume(chunk, 1.0)
+                messages = consume_toward(self.consumer, end - position, chunk)
+                if messages:
+                    position = max(position, (messages[-1].offset() or 0) + 1)
                 # The common chunk (every message a record, all before ``end``) in one comprehension:
                 # this loop runs once per restored record. Keys are never null: brokers refuse
                 # keyless records on compacted topics, and every changelog is compacted.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
@@ -56,6 +57,39 @@ def test_ranges_read_every_record_once_in_order_and_seek_back(
     assert second == want[100:250]
     assert again == want[10:20]
     assert rest == want[20:]
+
+
+class _CountingConsumer:
+    """A consumer that records how many messages each consume() call asked for."""
+
+    def __init__(self, consumer: Any) -> None:
+        self.consumer, self.asked = consumer, []
+
+    def consume(self, num_messages: int, timeout: float) -> Any:
+        self.asked.append(num_messages)
+        return self.consumer.consume(num_messages, timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.consumer, name)
+
+
+def test_a_range_asks_for_no_more_records_than_it_holds(
+    kafka: LocalKafka, topic_factory: Callable[..., str]
+) -> None:
+    # consume() returns when it has as many messages as asked for or at its timeout: asking for a
+    # full batch at the end of a caught-up log waited out the timeout in every micro-batch.
+    topic = topic_factory("asked")
+    kafka.produce(topic, [(b"k", b"v%d" % i, 1000 + i, 0) for i in range(30)])
+    reader = PartitionReader(_conf(kafka, "asked"), topic, 0)
+    counting = _CountingConsumer(reader.consumer)
+    reader.consumer = counting
+    try:
+        assert len(_records(list(reader.read(0, 7)))) == 7
+        assert len(_records(list(reader.read(7, 30)))) == 23
+    finally:
+        reader.close()
+    assert counting.asked and all(n <= 23 for n in counting.asked)
+    assert counting.asked[0] == 7
 
 
 def test_a_range_ending_in_transaction_markers_ends_without_waiting(
