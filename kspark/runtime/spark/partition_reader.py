@@ -63,9 +63,9 @@ def consume_toward(consumer: Any, wanted: int, most: int) -> list[Any]:
     """Up to ``wanted`` (at most ``most``) messages of a read toward a known end offset.
 
     librdkafka's ``consume(n, timeout)`` returns when it holds ``n`` messages or at its timeout.
-    Asking for a full batch near the end of a caught-up log waited out the whole timeout every
-    time: a direct-read task of ~7,000 records took 0.55 s instead of 0.05 (W1 at 20,000
-    records/s, 100 ms trigger: p50 latency 691 -> 325 ms, bench/results/README.md). ``wanted``
+    Asking for a full batch near the end of a caught-up log waited out the whole timeout in
+    every micro-batch (W1 at 20,000 records/s and a 100 ms trigger: p50 latency 666 ms before,
+    302 ms after, bench/results/latency-w1-reader-wait). ``wanted``
     is what the read still lacks in offsets, so in the usual case the call returns as soon as
     the records are there; a short timeout bounds the wait where fewer records than offsets
     remain. Callers loop until their end, so a short call loses nothing.
