@@ -1,6 +1,6 @@
 """Where a micro-batch's time goes at a steady load: Spark's own breakdown, phase by phase.
 
-    .venv/bin/python -m bench.batch_floor --workload W1 --rate 20000 --commit-ms 100 [--seconds 40]
+    .venv/bin/python -m bench.batch_floor --workload W1 --rate 20000 --commit-ms 100 [--seconds 40] [--conf K=V]
 
 Starts a local Kafka, runs one workload of ``bench.systems.kspark_app`` with
 ``KafkaStreams.start()`` (``local[2]``, the trigger at ``--commit-ms``) and
@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rate", type=float, default=20_000.0, help="records per second offered")
     ap.add_argument("--commit-ms", type=int, default=100, help="commit.interval.ms: the trigger")
     ap.add_argument("--seconds", type=float, default=40.0)
+    ap.add_argument("--conf", action="append", default=[], help="KEY=VALUE, another application setting")
     args = ap.parse_args(argv)
 
     from confluent_kafka import Producer
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
                 "commit.interval.ms": args.commit_ms,
                 "spark.master": "local[2]",
                 **PROGRESS_RETENTION,
+                **dict(kv.split("=", 1) for kv in args.conf),
             },
         )
         app.start()

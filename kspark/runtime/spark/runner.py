@@ -67,6 +67,7 @@ from kspark.runtime.spark.metrics import (
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
 from kspark.runtime.spark.pyfiles import shipped_python_path
 from kspark.runtime.spark.replica import StoreReplicas, create_changelog_topics, store_homes
+from kspark.runtime.spark.session import use_local_checkpoint_files
 from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import (
@@ -247,6 +248,7 @@ class SparkRunner:
         self.config = config
         self.settings = RunnerSettings.of(config)
         self.spark = spark
+        use_local_checkpoint_files(spark, config.state_dir())
         self.builder = topology.internal_builder
         self.builder.set_application_id(config.application_id())
         self.builder.validate()

@@ -127,3 +127,22 @@ def test_user_session_without_connector_gets_a_clear_error() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ERROR:" in proc.stdout, proc.stdout + proc.stderr[-3000:]
     assert "spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0" in proc.stdout
+
+
+def test_local_checkpoints_are_written_through_the_file_system_api(spark: SparkSession) -> None:
+    key = session_mod.CHECKPOINT_FILE_MANAGER
+    before = spark.conf.get(key, None)
+    try:
+        spark.conf.unset(key)
+        session_mod.use_local_checkpoint_files(spark, "hdfs://namenode/kspark")
+        assert spark.conf.get(key, None) is None  # a remote checkpoint keeps Spark's default
+        session_mod.use_local_checkpoint_files(spark, "/tmp/kspark-state")
+        assert spark.conf.get(key, None) == session_mod.FILE_SYSTEM_CHECKPOINTS
+        spark.conf.set(key, "com.example.Manager")
+        session_mod.use_local_checkpoint_files(spark, "file:///tmp/kspark-state")
+        assert spark.conf.get(key, None) == "com.example.Manager"  # the user's choice stays
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
