@@ -65,7 +65,7 @@ def consume_toward(consumer: Any, wanted: int, most: int) -> list[Any]:
     librdkafka's ``consume(n, timeout)`` returns when it holds ``n`` messages or at its timeout.
     Asking for a full batch near the end of a caught-up log waited out the whole timeout in
     every micro-batch (W1 at 20,000 records/s and a 100 ms trigger: p50 latency 666 ms before,
-    302 ms after, bench/results/latency-w1-reader-wait). ``wanted``
+    302 ms after, bench/results/latency-100ms-trigger). ``wanted``
     is what the read still lacks in offsets, so in the usual case the call returns as soon as
     the records are there; a short timeout bounds the wait where fewer records than offsets
     remain. Callers loop until their end, so a short call loses nothing.

@@ -277,7 +277,7 @@ def use_local_checkpoint_files(spark: SparkSession, state_dir: str) -> None:
     shows ``Shell.execCommand`` under ``FileUtil.readLink``), several times a file. At p50 the
     offset log took 46 ms of a W1 micro-batch and the commit log 41, through ``FileSystem`` 13
     and 10 (W1 at 20,000 records/s and a 100 ms trigger, a batch 232 -> 168 ms; W2 405 -> 287
-    ms: ``python -m bench.batch_floor``, bench/results/latency-w1-reader-wait). A local rename
+    ms: ``python -m bench.batch_floor``, bench/results/latency-100ms-trigger). A local rename
     is atomic either way; the ``FileSystem`` manager checks that a log file does not exist
     before its rename instead of in it, which differs only when two drivers write one
     checkpoint at once. Remote checkpoints (``hdfs://``, ``s3a://``) and a class the session
