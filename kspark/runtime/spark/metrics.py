@@ -48,7 +48,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from kspark.metrics import MetricName
 from kspark.processor.internals.latency import E2E_GROUP, LatencyStats
@@ -250,6 +250,18 @@ class ProgressListener:
         if self.on_commit is not None:
             self.on_commit(name, batch_id, ends)
 
+    def on_progress_json(self, progress: Mapping[str, Any]) -> None:
+        """A query's progress report, as Spark's JSON of it."""
+        durations = progress.get("durationMs") or {}
+        self.on_progress(
+            str(progress.get("name")),
+            int(progress["batchId"]),
+            int(progress.get("numInputRows") or 0),
+            float(durations.get("triggerExecution", 0)),
+            end_offsets(progress),
+            float(durations["addBatch"]) if "addBatch" in durations else None,
+        )
+
     def attach(self, spark: Any) -> None:
         """Register with ``spark``'s streaming query manager (once)."""
         from pyspark.sql.streaming.listener import StreamingQueryListener
@@ -260,24 +272,27 @@ class ProgressListener:
             def onQueryStarted(self, event: Any) -> None:
                 pass
 
-            def onQueryProgress(self, event: Any) -> None:
-                progress = event.progress
-                durations = progress.durationMs or {}
-                sources = [{"endOffset": source.endOffset} for source in progress.sources or []]
-                owner.on_progress(
-                    str(progress.name),
-                    int(progress.batchId),
-                    int(progress.numInputRows),
-                    float(durations.get("triggerExecution", 0)),
-                    end_offsets({"sources": sources}),
-                    float(durations["addBatch"]) if "addBatch" in durations else None,
-                )
+            def onQueryProgress(self, event: Any) -> None:  # Spark Connect's path
+                owner.on_progress_json(json.loads(event.progress.json))
 
             def onQueryIdle(self, event: Any) -> None:
                 pass
 
             def onQueryTerminated(self, event: Any) -> None:
                 pass
+
+            @property
+            def _jlistener(self) -> Any:
+                # What PySpark registers in the driver's JVM (a private hook of its own): a
+                # listener that reads each report as JSON (_JsonProgressListener).
+                from pyspark import SparkContext
+
+                if not hasattr(self, "_jlistenerobj"):
+                    assert SparkContext._jvm is not None
+                    self._jlistenerobj = SparkContext._jvm.PythonStreamingQueryListenerWrapper(
+                        _JsonProgressListener(owner.on_progress_json)
+                    )
+                return self._jlistenerobj
 
         if self._listener is None:
             self._listener = Listener()
@@ -295,6 +310,36 @@ class ProgressListener:
     def snapshot(self) -> dict[str, QueryMetrics]:
         with self.lock:
             return {n: m.copy() for n, m in self.queries.items()}
+
+
+class _JsonProgressListener:
+    """Spark's ``PythonStreamingQueryListener``, implemented in Python through py4j, that reads a
+    progress report as its JSON: three calls into the JVM a report.
+
+    PySpark's own implementation converts every field of a report with a call into the JVM each
+    (a state operator's custom metrics one by one): on W2 at a 100 ms trigger that conversion
+    was two thirds of the driver's busy Python samples (py-spy), competing with the
+    ``foreachBatch`` calls for the interpreter (a micro-batch's p50 ``python -m
+    bench.batch_floor --workload W2 --rate 20000 --commit-ms 100``: bench/results/latency-100ms-trigger).
+    """
+
+    def __init__(self, on_progress: Callable[[Mapping[str, Any]], None]) -> None:
+        self.on_progress = on_progress
+
+    def onQueryStarted(self, jevent: Any) -> None:
+        pass
+
+    def onQueryProgress(self, jevent: Any) -> None:
+        self.on_progress(json.loads(jevent.progress().json()))
+
+    def onQueryIdle(self, jevent: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, jevent: Any) -> None:
+        pass
+
+    class Java:  # py4j: the Java interface this implements
+        implements: ClassVar[list[str]] = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
 def thread_metrics(queries: Mapping[str, QueryMetrics], window_s: float) -> dict[MetricName, float]:
