@@ -248,7 +248,6 @@ class SparkRunner:
         self.config = config
         self.settings = RunnerSettings.of(config)
         self.spark = spark
-        use_local_checkpoint_files(spark, config.state_dir())
         self.builder = topology.internal_builder
         self.builder.set_application_id(config.application_id())
         self.builder.validate()
@@ -682,6 +681,7 @@ class SparkRunner:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{self.config.commit_interval_ms()} milliseconds")
+        use_local_checkpoint_files(self.spark, self.config.state_dir())
         # A stateful stage runs one Spark task per Kafka Streams task. The query keeps this
         # setting in its checkpoint; the session's own value is put back for other work.
         previous = self.spark.conf.get(_SHUFFLE_PARTITIONS, None)

@@ -25,6 +25,8 @@ from kspark.errors import ConfigException, InvalidStateStoreException, StreamsEx
 from kspark.kafka_streams import StreamsUncaughtExceptionHandler
 from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
 from kspark.processor.internals.partitioning import default_partition
+from kspark.runtime.spark import runner as runner_mod
+from kspark.runtime.spark import session as session_mod
 from kspark.runtime.spark.time_mode import NO_TIME, PROCESSING_TIME, checkpoint_time_mode
 from kspark.serde import Serdes
 from kspark.state import Stores
@@ -287,7 +289,11 @@ def test_wall_clock_punctuation_fires_without_new_input(
 
 
 def test_an_idle_query_of_dsl_operators_runs_no_micro_batches(
-    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+    kafka: LocalKafka,
+    spark: Any,
+    topic_factory: Callable[..., str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Without Processor API code no task can schedule a wall-clock punctuation, so the query has
     no processing-time timers, and Spark runs a batch only when input arrives (with them it would
@@ -304,7 +310,17 @@ def test_an_idle_query_of_dsl_operators_runs_no_micro_batches(
     )
     (query,) = app.physical_plan().queries
     assert query.stage.name == "ENGINE" and not query.subtopologies[0].wall_clock
+    set_for: list[str] = []
+
+    def use_local_checkpoint_files(session: Any, state_dir: str) -> None:
+        set_for.append(state_dir)
+        session_mod.use_local_checkpoint_files(session, state_dir)
+
+    monkeypatch.setattr(runner_mod, "use_local_checkpoint_files", use_local_checkpoint_files)
     app.start()
+    # a local state.dir: Spark writes this query's checkpoint through Hadoop's FileSystem API
+    assert set_for == [str(tmp_path / "state")]
+    assert spark.conf.get(session_mod.CHECKPOINT_FILE_MANAGER, None) == session_mod.FILE_SYSTEM_CHECKPOINTS
     try:
         # one batch, one commit: the record cache keeps a's last count only
         assert len(kafka.consume_all(dst, min_records=2, timeout=90)) == 2
