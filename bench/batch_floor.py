@@ -1,6 +1,7 @@
 """Where a micro-batch's time goes at a steady load: Spark's own breakdown, phase by phase.
 
-    .venv/bin/python -m bench.batch_floor --workload W1 --rate 20000 --commit-ms 100 [--seconds 40] [--conf K=V]
+    .venv/bin/python -m bench.batch_floor --workload W1 --rate 20000 --commit-ms 100 \
+        [--seconds 40] [--conf K=V]
 
 Starts a local Kafka, runs one workload of ``bench.systems.kspark_app`` with
 ``KafkaStreams.start()`` (``local[2]``, the trigger at ``--commit-ms``) and

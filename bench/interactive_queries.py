@@ -221,7 +221,10 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         if stalls is not None:
             stalls.start()
         try:
-            http = json.loads(client.communicate(timeout=args.seconds + 120)[0])
+            out = client.communicate(timeout=args.seconds + 120)[0]
+            if client.returncode != 0:  # its reason is on stderr, above
+                raise SystemExit(f"bench.http_lookups failed: exit code {client.returncode}")
+            http = json.loads(out)
         finally:
             stop.set()
             reader.join()

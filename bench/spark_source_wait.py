@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> None:
                     started = time.monotonic()
                     rows = reader.load().count()
                     seconds = time.monotonic() - started
-                    print(f"{name}: {rows} records from {2 * len(topics)} topic-partitions in {seconds:.1f} s")
+                    partitions = 2 * len(topics)
+                    print(f"{name}: {rows} records from {partitions} topic-partitions in {seconds:.1f} s")
         finally:
             spark.stop()
 

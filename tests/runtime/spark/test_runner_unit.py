@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kspark.runtime.spark.runner import _RunBatch
+from kspark.runtime.spark.batch_function import RunBatch
 
 # Spark's StreamExecution.PROXY_ERROR, which decides whether a failed foreachBatch was
 # "interrupted by stop()" (quiet) or a query failure (logged with its stack).
@@ -44,21 +44,42 @@ def _traceback_of(call: Any) -> str:
 
 def test_a_batch_counts_its_output_and_reports_it() -> None:
     seen: list[tuple[int, int]] = []
-    run = _RunBatch(lambda batch, written: seen.append((batch, written)))
+    run = RunBatch(lambda batch, written: seen.append((batch, written)))
     run(_Batch([{"written": 2}, {"written": 3}]), 7)  # type: ignore[arg-type]
     assert seen == [(7, 5)] and run.last_done == 7 and run.idle.is_set()
     assert run.records_read is None  # Spark's progress counts these batches' input
 
 
 def test_a_direct_reads_batches_count_the_records_read() -> None:
-    run = _RunBatch(None)
+    run = RunBatch(None)
     run(_Batch([{"records": 10, "written": 2}, {"records": 5, "written": 0}]), 0)  # type: ignore[arg-type]
     run(_Batch([{"records": 1, "written": 1}]), 1)  # type: ignore[arg-type]
     assert run.records_read == 16
 
 
+def test_a_query_is_asked_for_its_columns_once() -> None:
+    """Every batch of a query has its stage's schema; asking a DataFrame for it is a JVM call."""
+
+    class _Counted(_Batch):
+        asked = 0
+
+        @property  # type: ignore[override]
+        def columns(self) -> list[str]:
+            _Counted.asked += 1
+            return ["records", "written"]
+
+        @columns.setter
+        def columns(self, value: list[str]) -> None:
+            pass
+
+    run = RunBatch(None)
+    for batch_id in range(3):
+        run(_Counted([{"records": 4, "written": 1}]), batch_id)  # type: ignore[arg-type]
+    assert _Counted.asked == 1 and run.records_read == 12
+
+
 def test_a_failure_while_running_is_the_failure_itself() -> None:
-    run = _RunBatch(None)
+    run = RunBatch(None)
     with pytest.raises(ValueError, match="boom"):
         run(_Batch(error=ValueError("boom")), 1)  # type: ignore[arg-type]
     assert run.idle.is_set() and run.last_done == -1
@@ -66,7 +87,7 @@ def test_a_failure_while_running_is_the_failure_itself() -> None:
 
 def test_a_batch_cancelled_by_stop_fails_short_and_in_the_shape_spark_reads_as_a_stop() -> None:
     stopping = threading.Event()
-    run = _RunBatch(None, stopping=stopping)
+    run = RunBatch(None, stopping=stopping)
     stopping.set()
     # What a cancelled job looks like from Python: a Py4J error carrying Java stack traces.
     cancelled = RuntimeError("[SPARK_JOB_CANCELLED] Job 2 cancelled\n" + "\tat org.apache.spark.Foo\n" * 5000)
