@@ -59,6 +59,7 @@ import hashlib
 import json
 import os
 import re
+import site
 import sys
 import threading
 import urllib.request
@@ -75,7 +76,7 @@ CONNECTOR_VERSION = "5.0.0-2.2"
 """``org.apache.flink:flink-sql-connector-kafka``: the newest on Maven Central, built for Flink 2.2."""
 _MAVEN = "https://repo1.maven.org/maven2"
 PERFORMANCE = {"python.execution-mode": "thread", "python.state.cache-size": "100000"}
-"""Flink settings every run starts from: its Python docs' settings for speed (module docstring)."""
+"""Flink settings every run starts from: two Python settings chosen for speed (module docstring)."""
 _WINDOW_MS = 5_000
 _GRACE_MS = 30_000
 
@@ -368,8 +369,6 @@ def main() -> None:
     os.environ.setdefault("FLINK_LOG_DIR", os.getcwd())
     # The JVM's embedded interpreter (python.execution-mode=thread, PemJa) starts without this
     # virtualenv's site-packages on its path, so it would not find pemja itself.
-    import site
-
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [*site.getsitepackages(), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
