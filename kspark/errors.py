@@ -13,6 +13,7 @@ __all__ = [
     "ConfigException",
     "InvalidStateStoreException",
     "UnknownStateStoreException",
+    "StreamsNotStartedException",
     "ProcessorStateException",
     "SerializationException",
     "TaskMigratedException",
@@ -40,6 +41,12 @@ class InvalidStateStoreException(StreamsException):
 
 class UnknownStateStoreException(InvalidStateStoreException):
     """No state store of that name exists in the topology."""
+
+
+class StreamsNotStartedException(InvalidStateStoreException):
+    """``KafkaStreams`` was asked for its stores or metadata before ``start()`` (or
+    ``process_available()``): retry once it runs. A subclass of ``InvalidStateStoreException``,
+    as in Kafka Streams."""
 
 
 class ProcessorStateException(StreamsException):

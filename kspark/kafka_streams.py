@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
-from kspark.errors import InvalidStateStoreException, StreamsException
+from kspark.errors import InvalidStateStoreException, StreamsException, StreamsNotStartedException
 from kspark.metrics import MetricName
 from kspark.processor.internals.partitioning import default_partition
 from kspark.query import HostInfo, KeyQueryMetadata, StoreQueryParameters, StreamsMetadata, TopicPartition
@@ -316,12 +316,24 @@ class KafkaStreams:
             params = StoreQueryParameters.from_name_and_type(params, store_type)
         return self._replicas(params.store_name).view(params)
 
-    def _replicas(self, name: str) -> StoreReplicas:
-        if not self._state.is_running_or_rebalancing() or self._runner is None:
-            raise InvalidStateStoreException(
-                f"Cannot get state store {name} because the stream thread is {self._state.value}, not RUNNING"
+    def _validate_is_running_or_rebalancing(self, what: str = "") -> None:
+        """Kafka Streams' check before every query and metadata call: not yet started, or no
+        longer running (closed, failed), is refused rather than answered from stale state.
+        ``what``: what was asked for, to start the message with."""
+        if self._state is _State.CREATED:
+            raise StreamsNotStartedException(
+                f"{what}KafkaStreams has not been started (state CREATED), "
+                "you can retry after calling start()"
             )
-        replicas = self._runner.replicas
+        if not self._state.is_running_or_rebalancing():
+            # Kafka Streams raises IllegalStateException here; kspark's errors are StreamsExceptions
+            raise InvalidStateStoreException(
+                f"{what}KafkaStreams is not running. State is {self._state.value}."
+            )
+
+    def _replicas(self, name: str) -> StoreReplicas:
+        self._validate_is_running_or_rebalancing(f"Cannot get state store {name}: ")
+        replicas = self._runner.replicas if self._runner is not None else None
         if replicas is None:
             raise InvalidStateStoreException(
                 f"Cannot get state store {name}: the application is still starting"
@@ -335,7 +347,9 @@ class KafkaStreams:
     def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
         """Every instance of the application: here, this one (a Spark application is one
         client; its driver answers for every task), with its queryable stores and input
-        partitions. Empty before it runs."""
+        partitions. Empty while it is still starting; refused before ``start()`` and after
+        ``close()``, as in Kafka Streams."""
+        self._validate_is_running_or_rebalancing()
         if self._runner is None or self._runner.replicas is None:
             return []
         replicas = self._runner.replicas
@@ -352,18 +366,38 @@ class KafkaStreams:
         """The instances that hold ``store_name``: this one, or none for a store it does not have."""
         return [m for m in self.metadata_for_all_streams_clients() if store_name in m.state_store_names]
 
-    def query_metadata_for_key(self, store_name: str, key: Any, key_serializer: Any) -> KeyQueryMetadata:
-        """Where ``key`` of ``store_name`` lives: this instance, and the key's partition under Kafka's
-        default partitioner (a serializer, or a serde, for the key)."""
-        if self._runner is None or self._runner.replicas is None:
+    def query_metadata_for_key(
+        self, store_name: str, key: Any, key_serializer: Any
+    ) -> KeyQueryMetadata | None:
+        """Where ``key`` of ``store_name`` lives: the instance and the key's partition, as Kafka
+        Streams computes it -- over the store's source topic with the most partitions, the key
+        serialized for that topic. The third argument is a key serializer (or a serde), or a
+        partitioner ``(topic, key, value, num_partitions) -> int`` (Kafka's
+        ``StreamPartitioner`` overload). ``KeyQueryMetadata.NOT_AVAILABLE`` while the
+        application is still starting; ``None`` for a store the topology does not have; a
+        global store's partition is -1 (it is on every instance)."""
+        self._validate_is_running_or_rebalancing()
+        if key is None:
+            raise ValueError("key can't be null")
+        if key_serializer is None:
+            raise ValueError("keySerializer can't be null")
+        runner = self._runner
+        if runner is None or runner.replicas is None:
             return KeyQueryMetadata.NOT_AVAILABLE
-        home = self._runner.replicas.homes.get(store_name)
-        if home is None:
-            return KeyQueryMetadata.NOT_AVAILABLE
-        serializer = key_serializer.serializer() if hasattr(key_serializer, "serializer") else key_serializer
-        data = serializer.serialize(home.changelog, key)
-        partition = default_partition(data, home.tasks)
-        return KeyQueryMetadata(self._host(), frozenset(), partition)
+        if store_name in runner.builder.global_store_names():
+            return KeyQueryMetadata(self._host(), frozenset(), -1)
+        plan = runner.plan()
+        sources = next(
+            (s.source_topics for q in plan.queries for s in q.subtopologies if store_name in s.stores), None
+        )
+        if sources is None:
+            return None
+        counts = plan.partitions or {}
+        # Kafka's SourceTopicsInfo: the first source topic with the most partitions
+        topic = max(sources, key=lambda t: counts.get(t, 0))
+        partition = _key_partition(topic, key, key_serializer, counts.get(topic, 0))
+        queryable = store_name in runner.replicas.homes
+        return KeyQueryMetadata(self._host() if queryable else HostInfo.unavailable(), frozenset(), partition)
 
     def __enter__(self) -> KafkaStreams:
         return self
@@ -407,3 +441,34 @@ def _check_guarantee(config: StreamsConfig) -> None:
                 "producer.transactional.id must not be set: under exactly_once_v2 kspark gives each "
                 "task its own (<application.id>-<sub-topology>_<partition>)"
             )
+
+
+def _key_partition(topic: str, key: Any, how: Any, partitions: int) -> int:
+    """The partition ``key`` has among ``partitions`` of ``topic``: Kafka's default partitioner
+    over the serialized key, or what a partitioner callable returns (one partition)."""
+    if partitions < 1:
+        raise InvalidStateStoreException(f"the number of partitions of {topic} is not known yet")
+    if hasattr(how, "serializer") and not hasattr(how, "serialize"):
+        how = how.serializer()  # a serde
+    if hasattr(how, "serialize"):
+        data = how.serialize(topic, key)
+        if data is None:
+            raise ValueError(f"the key serializer turned key {key!r} into null: it has no partition")
+        return default_partition(data, partitions)
+    if not callable(how):
+        raise TypeError(
+            "query_metadata_for_key needs a key serializer, a serde or a partitioner "
+            f"(topic, key, value, num_partitions) -> int, got {type(how).__name__}"
+        )
+    chosen = how(topic, key, None, partitions)
+    if chosen is not None and not isinstance(chosen, int):
+        chosen = list(dict.fromkeys(chosen))
+        if len(chosen) != 1:
+            raise ValueError(
+                "The partitions returned by the partitioner when used for fetching KeyQueryMetadata for "
+                f"key should be a single partition, got {chosen}"
+            )
+        chosen = chosen[0]
+    if not isinstance(chosen, int) or not 0 <= chosen < partitions:
+        raise ValueError(f"the partitioner returned {chosen!r} for {topic} with {partitions} partitions")
+    return chosen

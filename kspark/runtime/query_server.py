@@ -145,6 +145,8 @@ class Queries:
         _, s = self._store(store)
         key = key_from_text(key_text, s.key_serde, store)
         meta = self._app.query_metadata_for_key(store, key, s.key_serde)
+        if meta is None:  # _store() found the store: it is in no sub-topology of the plan
+            raise QueryError(404, f"store {store} has no source topics to place key {key_text!r} in")
         if meta == KeyQueryMetadata.NOT_AVAILABLE:
             raise QueryError(409, f"the instance of key {key_text!r} of store {store} is not known yet")
         return {

@@ -191,11 +191,36 @@ def test_every_store_kind_reads_as_the_driver_after_the_same_input(
         assert key_meta.partition == default_partition(b"k3", 2)
         assert key_meta.active_host == HostInfo("localhost", port)
         assert app.streams_metadata_for_store("nope") == []
+        # As Kafka Streams: a serde does as its serializer; a partitioner (the StreamPartitioner
+        # overload) is asked with the source topic and its partition count; a store the
+        # topology does not have has no metadata (null); the key is serialized for the source
+        # topic with the most partitions, not for the changelog.
+        assert app.query_metadata_for_key("counts", "k3", S) == key_meta
+        asked: list[tuple[Any, ...]] = []
+        pick_one = lambda *a: asked.append(a) or 1  # noqa: E731
+        assert app.query_metadata_for_key("counts", "k3", pick_one).partition == 1
+        assert asked == [(src, "k3", None, 2)]
+        with pytest.raises(ValueError, match="single partition"):
+            app.query_metadata_for_key("counts", "k3", lambda *a: {0, 1})
+        assert app.query_metadata_for_key("nope", "k3", S.serializer()) is None
+        with pytest.raises(ValueError, match="key can't be null"):
+            app.query_metadata_for_key("counts", None, S.serializer())
+        topics: list[str] = []
+
+        class _Spy:
+            def serialize(self, topic: str, key: str) -> bytes:
+                topics.append(topic)
+                return key.encode()
+
+        app.query_metadata_for_key("counts", "k3", _Spy())
+        assert topics == [src]
         ref.close()
     finally:
         app.close()
-    with pytest.raises(InvalidStateStoreException):
+    with pytest.raises(InvalidStateStoreException, match="NOT_RUNNING"):
         app.store("counts", QueryableStoreTypes.key_value_store())
+    with pytest.raises(InvalidStateStoreException, match="is not running"):
+        app.metadata_for_all_streams_clients()
 
 
 def test_reads_during_processing_see_whole_batches_and_a_position_bound_waits(

@@ -21,7 +21,12 @@ import pytest
 
 from kspark import Consumed, Grouped, KafkaStreams, KeyValue, Materialized, Produced, StreamsBuilder, Topology
 from kspark.dev.kafka import KafkaRecord, LocalKafka
-from kspark.errors import ConfigException, InvalidStateStoreException, StreamsException
+from kspark.errors import (
+    ConfigException,
+    InvalidStateStoreException,
+    StreamsException,
+    StreamsNotStartedException,
+)
 from kspark.kafka_streams import StreamsUncaughtExceptionHandler
 from kspark.processor import Processor, ProcessorContext, PunctuationType, Record
 from kspark.processor.internals.partitioning import default_partition
@@ -239,9 +244,19 @@ def test_bad_config_fails_before_anything_starts(kafka: LocalKafka, tmp_path: Pa
 
 
 def test_store_reads_on_an_app_that_is_not_running_fail_clearly(kafka: LocalKafka, tmp_path: Path) -> None:
+    # As Kafka Streams' validateIsRunningOrRebalancing: stores and metadata alike are refused
+    # before start(), with StreamsNotStartedException (an InvalidStateStoreException).
     app = KafkaStreams(_count_topology("a", "b"), _config(kafka, tmp_path, "not-running"))
-    with pytest.raises(InvalidStateStoreException, match="CREATED"):
-        app.store("counts")
+    calls: list[Callable[[], object]] = [
+        lambda: app.store("counts"),
+        app.metadata_for_all_streams_clients,
+        lambda: app.streams_metadata_for_store("counts"),
+        lambda: app.query_metadata_for_key("counts", "k", Serdes.String().serializer()),
+    ]
+    for call in calls:
+        with pytest.raises(StreamsNotStartedException, match="has not been started"):
+            call()
+    assert issubclass(StreamsNotStartedException, InvalidStateStoreException)
 
 
 class _Heartbeat(Processor[str, str]):
