@@ -88,6 +88,13 @@ class Stage(enum.Enum):
         return self in (Stage.DIRECT_READ, Stage.SPARK_SOURCE, Stage.ENGINE)
 
     @property
+    def maps_arrow_batches(self) -> bool:
+        """Whether its Python code runs as Spark's Arrow map (``mapInArrow``, a Python data
+        source's reader) rather than ``transformWithStateInPandas``: Spark starts the two kinds'
+        workers from separate Python daemons (their environments differ)."""
+        return self in (Stage.DIRECT_READ, Stage.SPARK_SOURCE, Stage.NATIVE_COUNT, Stage.NATIVE_REDUCE)
+
+    @property
     def holds_batches(self) -> bool:
         """Whether its tasks hold a whole micro-batch in Python (so it is capped by default)."""
         return self in (Stage.ENGINE, Stage.NATIVE_WINDOWED_COUNT)

@@ -799,3 +799,35 @@ def test_a_join_batch_spilled_to_disk_joins_as_one_held_in_memory(
     bad = {**_config(kafka, tmp_path, "join-bad"), "spark.kspark.spillRows": 0}
     with pytest.raises(ConfigException, match=r"spark\.kspark\.spillRows must be a positive integer, got 0"):
         KafkaStreams(_join_topology(stream, table, topic_factory("out-bad")), bad, spark=spark)
+
+
+def _python_daemons(spark: Any) -> set[int]:
+    """The kspark Python daemons this session's JVM has started (processes it forked itself)."""
+    jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    found = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # not a process, or gone meanwhile
+        if parent == jvm_pid and b"kspark.runtime.spark.worker_daemon" in cmdline:
+            found.add(int(proc.name))
+    return found
+
+
+def test_python_workers_started_ahead_serve_a_direct_read(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    # start() starts an executor's Python daemon beside the first planning
+    # (session.start_python_workers); that only helps if a direct read's tasks then fork their
+    # workers from that same daemon, i.e. Spark keys both by the same environment.
+    session_mod.start_python_workers(spark).join(timeout=300)
+    started = _python_daemons(spark)
+    assert started, "no kspark Python daemon runs after start_python_workers"
+    src, dst = topic_factory("in", partitions=2), topic_factory("out", partitions=2)
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).map_values(str.upper).to(dst, Produced.with_(S, S))
+    kafka.produce(src, [(b"k", b"v", 1000, None, None)])
+    assert _run(b.build(), _config(kafka, tmp_path, "warm-daemon"), spark) == 1
+    assert _python_daemons(spark) == started
