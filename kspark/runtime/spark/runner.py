@@ -67,7 +67,7 @@ from kspark.runtime.spark.metrics import (
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
 from kspark.runtime.spark.pyfiles import shipped_python_path
 from kspark.runtime.spark.replica import StoreReplicas, create_changelog_topics, store_homes
-from kspark.runtime.spark.session import start_python_workers, use_local_checkpoint_files
+from kspark.runtime.spark.session import use_local_checkpoint_files
 from kspark.runtime.spark.settings import RunnerSettings
 from kspark.runtime.spark.shuffle import task_grouping_key
 from kspark.runtime.spark.tasks import (
@@ -79,6 +79,7 @@ from kspark.runtime.spark.tasks import (
 )
 from kspark.runtime.spark.time_mode import query_time_mode
 from kspark.runtime.spark.windowed_count import WindowedCountStage
+from kspark.runtime.spark.worker_start import start_python_workers
 from kspark.state.internals.versioned import VersionedKeyValueStoreBuilder
 
 if TYPE_CHECKING:
@@ -665,8 +666,7 @@ class SparkRunner:
     def start(self) -> list[StreamingQuery]:
         self._stopping.clear()
         plan = self.prepare_topics()
-        if any(q.stage.maps_arrow_batches for q in plan.queries):
-            start_python_workers(self.spark)  # beside the queries' first planning, not after it
+        start_python_workers(self.spark, [q.stage for q in plan.queries])  # beside the first planning
         # All at once: each query sets itself up (its first planning, the Python processes of a
         # direct read's offset planner or transformWithState's schema check) in a thread of its
         # own, and they overlap. A query whose driver-side Python process was too slow to connect

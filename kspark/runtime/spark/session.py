@@ -15,9 +15,8 @@ import os
 import shlex
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,6 @@ from kspark.runtime.spark.jars import (
 from kspark.runtime.spark.worker_daemon import DAEMON_MODULE
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 __all__ = [
@@ -39,7 +37,6 @@ __all__ = [
     "REQUIRED_SQL_CONF",
     "LOCAL_GC_OPTION",
     "ConnectorMissingError",
-    "start_python_workers",
     "CHECKPOINT_FILE_MANAGER",
     "FILE_SYSTEM_CHECKPOINTS",
     "create_spark_session",
@@ -212,36 +209,6 @@ PYTHONPATH=$(printf '%s' "$PYTHONPATH" | tr ':' '\\n' \\
 export PYTHONPATH
 exec {python} "$@"
 """
-
-
-def _pass_through(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    yield from batches
-
-
-def start_python_workers(spark: SparkSession) -> threading.Thread:
-    """Start an executor's Python daemon now, in the background, with a one-row Arrow job.
-
-    Spark starts the daemon (:mod:`kspark.runtime.spark.worker_daemon`: an interpreter that
-    imports pandas, pyarrow, pyspark and kspark before it forks workers) when the first Python
-    task asks for a worker: in a query's first micro-batch, after that batch's planning, on the
-    critical path. Started while the queries plan their first batch, it is up by the time their
-    tasks run. The job's environment is that of the stages that map Arrow batches (a direct
-    read's reader, ``mapInArrow``; ``Stage.maps_arrow_batches``), so Spark keeps one daemon for
-    both; ``transformWithStateInPandas`` workers get a daemon of their own, so the runner calls
-    this only for a plan with a stage of the first kind. On a cluster it warms the one executor
-    that runs the job. A failure here is logged and changes nothing: the first task starts the
-    daemon as it would have.
-    """
-
-    def run() -> None:
-        try:
-            spark.range(0, 1, 1, 1).mapInArrow(_pass_through, "id long").collect()
-        except Exception as e:  # the queries start their own workers regardless
-            _log.warning("starting the Python workers ahead of the first micro-batch failed: %s", e)
-
-    thread = threading.Thread(target=run, name="kspark-python-workers", daemon=True)
-    thread.start()
-    return thread
 
 
 def worker_python(master: str) -> str:

@@ -32,7 +32,9 @@ from kspark.processor import Processor, ProcessorContext, PunctuationType, Recor
 from kspark.processor.internals.partitioning import default_partition
 from kspark.runtime.spark import runner as runner_mod
 from kspark.runtime.spark import session as session_mod
+from kspark.runtime.spark.plan import Stage
 from kspark.runtime.spark.time_mode import NO_TIME, PROCESSING_TIME, checkpoint_time_mode
+from kspark.runtime.spark.worker_start import start_python_workers
 from kspark.serde import Serdes
 from kspark.state import Stores
 from kspark.testing import TopologyTestDriver
@@ -816,18 +818,37 @@ def _python_daemons(spark: Any) -> set[int]:
     return found
 
 
-def test_python_workers_started_ahead_serve_a_direct_read(
-    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+def _stateless(src: str, dst: str) -> Topology:
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).map_values(str.upper).to(dst, Produced.with_(S, S))
+    return b.build()
+
+
+def _engine_count(src: str, dst: str) -> Topology:
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).group_by_key().count().to_stream().to(dst, Produced.with_(S, L))
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    ("stage", "topology"), [(Stage.DIRECT_READ, _stateless), (Stage.ENGINE, _engine_count)]
+)
+def test_python_workers_started_ahead_serve_the_first_batch(
+    kafka: LocalKafka,
+    spark: Any,
+    topic_factory: Callable[..., str],
+    tmp_path: Path,
+    stage: Stage,
+    topology: Callable[[str, str], Topology],
 ) -> None:
-    # start() starts an executor's Python daemon beside the first planning
-    # (session.start_python_workers); that only helps if a direct read's tasks then fork their
-    # workers from that same daemon, i.e. Spark keys both by the same environment.
-    session_mod.start_python_workers(spark).join(timeout=300)
+    # start() starts an executor's Python daemon per kind of stage beside the first planning
+    # (worker_start.py); that only helps if the stage's tasks then fork their workers from that
+    # same daemon, i.e. Spark keys both by the same environment (a new daemon would show here).
+    start_python_workers(spark, [stage]).join(timeout=300)
     started = _python_daemons(spark)
     assert started, "no kspark Python daemon runs after start_python_workers"
     src, dst = topic_factory("in", partitions=2), topic_factory("out", partitions=2)
-    b = StreamsBuilder()
-    b.stream(src, Consumed.with_(S, S)).map_values(str.upper).to(dst, Produced.with_(S, S))
     kafka.produce(src, [(b"k", b"v", 1000, None, None)])
-    assert _run(b.build(), _config(kafka, tmp_path, "warm-daemon"), spark) == 1
+    config = _config(kafka, tmp_path, "warm-daemon", **{"spark.kspark.nativeLowering": "false"})
+    assert _run(topology(src, dst), config, spark) == 1
     assert _python_daemons(spark) == started
