@@ -41,6 +41,7 @@ __all__ = [
     "SPARK_SOURCE_CONSUMER_DEFAULTS",
     "RecordSender",
     "delivery_errors_into",
+    "flush",
     "HeaderReader",
     "producer_config",
     "OffsetLister",
@@ -169,6 +170,22 @@ def delivery_errors_into(errors: list[str]) -> Callable[[Any, Any], None]:
     return on_delivery
 
 
+def flush(producer: Any, timeout: float) -> int:
+    """``producer.flush(timeout)``, raising the producer's own error where confluent-kafka hides it.
+
+    After a fatal error (a transactional producer fenced by a newer instance, say) confluent-kafka
+    may call ``on_delivery`` with that error already raised; the callback's first call into the
+    client then fails with ``SystemError: ... returned a result with an exception set``, whose
+    cause is the real ``KafkaException`` (seen once in the suite: a fenced zombie's commit). The
+    cause is what the caller needs (``_fenced`` reads it), so it is raised instead."""
+    try:
+        return int(producer.flush(timeout))
+    except SystemError as e:
+        if isinstance(e.__cause__, Exception):
+            raise e.__cause__ from None  # the SystemError only says the callback saw it too
+        raise
+
+
 PRODUCERS: WarmPool[_WarmProducer] = WarmPool(60.0)
 """This worker's idle producers by configuration (dropping the last reference destroys one)."""
 
@@ -223,7 +240,7 @@ class RecordSender:
         warm, self._warm = self._warm, None
         if warm is None:
             return 0
-        remaining = warm.producer.flush(120)
+        remaining = flush(warm.producer, 120)
         if remaining:
             raise StreamsException(f"{remaining} records were not delivered to Kafka within 120 s")
         if warm.errors:

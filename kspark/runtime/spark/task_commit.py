@@ -45,7 +45,7 @@ from typing import Any
 from kspark.errors import StreamsException, TaskMigratedException
 from kspark.processor.internals.records import OutputRecord
 from kspark.runtime.kafka_clients import librdkafka_security
-from kspark.runtime.spark.kafka_io import RecordSender, committed_offsets, delivery_errors_into
+from kspark.runtime.spark.kafka_io import RecordSender, committed_offsets, delivery_errors_into, flush
 from kspark.runtime.spark.warm_pool import WarmPool
 
 __all__ = [
@@ -380,7 +380,7 @@ class TaskCommit:
         try:
             if offsets:
                 self._send_offsets(txn, reader, offsets)
-            remaining = txn.producer.flush(120)
+            remaining = flush(txn.producer, 120)
             if remaining:
                 raise StreamsException(f"{remaining} records were not delivered to Kafka within 120 s")
             if txn.errors:

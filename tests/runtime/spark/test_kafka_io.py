@@ -120,3 +120,23 @@ def test_header_reader_logs_and_leaves_out_records_kafka_no_longer_holds(
         reader.close()
     assert {o: h.to_list() for o, h in got.items()} == {7: [("i", b"7")]}
     assert f"{topic}[0] no longer holds offset 2" in caplog.text
+
+
+class _FlushRaises:
+    """A producer whose flush fails as confluent-kafka's does when ``on_delivery`` runs with a
+    fatal error already raised: a SystemError caused by that error."""
+
+    def __init__(self, cause: Exception | None) -> None:
+        self.cause = cause
+
+    def flush(self, timeout: float) -> int:
+        error = SystemError("<method 'topic' of 'Message' objects> returned a result with an exception set")
+        raise error from self.cause
+
+
+def test_flush_raises_the_producers_own_error_not_the_callbacks_system_error() -> None:
+    fenced = RuntimeError("This instance has been fenced by a newer instance")
+    with pytest.raises(RuntimeError, match="fenced"):
+        kafka_io.flush(_FlushRaises(fenced), 1)
+    with pytest.raises(SystemError):  # no cause: nothing better to say
+        kafka_io.flush(_FlushRaises(None), 1)
