@@ -77,11 +77,11 @@ def _transform_with_state_job(spark: SparkSession) -> None:
 def start_python_workers(spark: SparkSession, stages: Iterable[Stage]) -> threading.Thread:
     """Start, in a background thread, the daemons of the kinds of stage in ``stages`` (a
     plan's); the thread ends when they are up (or their jobs failed, logged)."""
-    kinds = {stage.maps_arrow_batches for stage in stages}
+    maps_arrow = [stage.maps_arrow_batches for stage in stages]
     jobs: list[tuple[str, Callable[[SparkSession], None]]] = []
-    if True in kinds:
+    if any(maps_arrow):
         jobs.append(("mapInArrow", _map_arrow_job))
-    if False in kinds:
+    if not all(maps_arrow):
         jobs.append(("transformWithStateInPandas", _transform_with_state_job))
 
     def run() -> None:
