@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kspark.jvm.jars import kspark_home
+from kspark.runtime.spark.class_data import ArchivePlan, archive_plan, keep_archive_at_exit
 from kspark.runtime.spark.jars import (
     CONNECTOR_CLASS,
     connector_jars,
     connector_package,
     connector_version,
 )
+from kspark.runtime.spark.settings import CLASS_DATA_SHARING, SETTINGS
 from kspark.runtime.spark.worker_daemon import DAEMON_MODULE
 
 if TYPE_CHECKING:
@@ -173,7 +175,7 @@ def create_spark_session(
     parallel collector, :data:`LOCAL_GC_OPTION`); giving it replaces that.
     """
     global _last_startup
-    settings = spark_settings(conf, log_level=log_level)
+    settings, archive = _settings_and_archive(conf, log_level)
     from pyspark.sql import SparkSession  # deferred: pyspark is slow to import
 
     # Python workers must be this interpreter, the one that has kspark and
@@ -187,12 +189,17 @@ def create_spark_session(
         # public interface.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+    from pyspark import SparkContext
+
     existing = SparkSession.getActiveSession()
+    launches_jvm = SparkContext._gateway is None
     started = time.monotonic()
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if archive is not None and launches_jvm:
+        keep_archive_at_exit(archive, getattr(SparkContext._gateway, "proc", None))
     if existing is None:
         _last_startup = time.monotonic() - started
         _log.info("Spark session started in %.1f s", _last_startup)
@@ -248,6 +255,14 @@ def spark_settings(conf: Mapping[str, str] | None = None, *, log_level: str = "W
 
     Resolves the connector jars (downloading them on first use).
     """
+    return _settings_and_archive(conf, log_level)[0]
+
+
+def _settings_and_archive(
+    conf: Mapping[str, str] | None, log_level: str
+) -> tuple[dict[str, str], ArchivePlan | None]:
+    """:func:`spark_settings`, and the driver's class-data archive they use, if any
+    (:mod:`~kspark.runtime.spark.class_data`)."""
     conf = dict(conf or {})
     bad = sorted(k for k in conf if not k.startswith("spark."))
     if bad:
@@ -263,8 +278,20 @@ def spark_settings(conf: Mapping[str, str] | None = None, *, log_level: str = "W
         # The driver is the executor here: a throughput collector, as for a batch job. G1's
         # concurrent work competed with the tasks and JIT for the cores (docs/spark-runner.md).
         java_options += " " + LOCAL_GC_OPTION
-    settings.setdefault("spark.driver.extraJavaOptions", java_options)
-    return settings
+    archive = None
+    if "spark.driver.extraJavaOptions" not in settings:
+        if settings["spark.master"].startswith("local") and _class_data_sharing(conf):
+            archive = archive_plan(jars + user_jars)
+        if archive is not None:
+            java_options += " " + archive.java_options()
+        settings["spark.driver.extraJavaOptions"] = java_options
+    return settings, archive
+
+
+def _class_data_sharing(conf: Mapping[str, str]) -> bool:
+    setting = next(s for s in SETTINGS if s.key == CLASS_DATA_SHARING)
+    value = conf.get(CLASS_DATA_SHARING)
+    return bool(setting.default if value is None else setting.parse(value))
 
 
 def use_local_checkpoint_files(spark: SparkSession, state_dir: str) -> None:

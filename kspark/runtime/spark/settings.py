@@ -28,6 +28,7 @@ __all__ = [
     "DIRECT_READ",
     "SPILL_ROWS",
     "PROMETHEUS_PORT",
+    "CLASS_DATA_SHARING",
     "Setting",
     "SETTINGS",
     "RunnerSettings",
@@ -40,6 +41,7 @@ NATIVE_LOWERING = "spark.kspark.nativeLowering"
 DIRECT_READ = "spark.kspark.directRead"
 SPILL_ROWS = "spark.kspark.spillRows"
 PROMETHEUS_PORT = "spark.kspark.prometheusPort"
+CLASS_DATA_SHARING = "spark.kspark.classDataSharing"
 
 DEFAULT_SPILL_ROWS = 1_000_000
 """Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
@@ -123,6 +125,16 @@ SETTINGS: tuple[Setting, ...] = (
         "process (all interfaces), from start() or process_available() to close(). Unset: no "
         "endpoint.",
     ),
+    Setting(
+        CLASS_DATA_SHARING,
+        "class_data_sharing",
+        "boolean",
+        True,
+        "With a local master and kspark's default spark.driver.extraJavaOptions, the driver JVM "
+        "maps Spark's classes from a class-data sharing archive under $KSPARK_HOME/cds, written "
+        "at the exit of the first run that lacks it (first micro-batch sooner). false starts "
+        "without one. Read when kspark creates the session.",
+    ),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
@@ -137,6 +149,7 @@ class RunnerSettings:
     direct_read: bool = True
     spill_rows: int = DEFAULT_SPILL_ROWS
     prometheus_port: int | None = None
+    class_data_sharing: bool = True
 
     @staticmethod
     def of(config: Mapping[str, Any]) -> RunnerSettings:
