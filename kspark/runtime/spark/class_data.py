@@ -12,14 +12,18 @@ a session :func:`kspark.runtime.spark.session.create_spark_session` starts with 
 (where the driver JVM is also the executor, and kspark launches it) does it here:
 
 * the archive's name is a digest of what decides the classes it holds: the ``java`` Spark will run
-  (its path, size and modification time), Spark's jars and the session's jars;
+  and its JDK's class image and ``libjvm.so`` (path, size and modification time), Spark's jars and
+  the session's jars;
 * a session whose archive exists starts its JVM with ``-XX:SharedArchiveFile``;
 * one whose archive does not exist asks its JVM to write it when it exits
   (``-XX:ArchiveClassesAtExit``), under a name of its own, holding the classes that run loaded;
   when the Python process exits, :func:`_keep_at_exit` lets the JVM exit (closing its standard
-  input, as Spark's own shutdown does) and waits for it; only an exit status of 0 renames the file
-  to the archive's name, atomically. A JVM that maps a partly written archive crashes (SIGBUS, seen
-  here with a truncated one), so no JVM is ever given one that a killed process left half written.
+  input, as Spark's own shutdown does) and waits for it; only an exit status of 0, and a JVM that
+  starts with the file (:func:`_maps`), rename it to the archive's name, atomically. A JVM that
+  maps a partly written archive crashes (SIGBUS, seen here with truncated copies), so no JVM is
+  given one that a killed process left half written;
+* should a JVM given the archive still fail to start, the session drops the archive and starts
+  without it (:func:`kspark.runtime.spark.session.create_spark_session`).
 
 The run that writes the archive pays for it once: the JVM records what it loads (its first batch
 was 1-2.5 s slower on W1 and W2) and its exit waits for the dump (about 8 s and 150 MB here). The
@@ -43,15 +47,15 @@ from typing import Any
 
 from kspark.jvm.jars import kspark_home
 
-__all__ = ["ArchivePlan", "archive_plan", "keep_archive_at_exit"]
+__all__ = ["ArchivePlan", "archive_plan", "drop", "keep_archive_at_exit"]
 
 _log = logging.getLogger(__name__)
 
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _KEPT = 3
 """Archives kept (one per set of jars and Java): a machine running two kspark versions keeps both."""
-_EXIT_WAIT_S = 300.0
-"""How long an exiting Python process waits for its JVM to write the archive (a few seconds here)."""
+_EXIT_WAIT_S = 60.0
+"""How long an exiting Python process waits for its JVM to write the archive (~10 s here)."""
 
 
 class ArchivePlan:
@@ -105,7 +109,8 @@ def archive_plan(jars: Iterable[str], directory: Path | None = None) -> ArchiveP
     directory = directory or kspark_home() / "cds"
     # Only what decides which classes load from where; the JVM checks the rest itself and starts
     # without an archive it cannot use (a different heap layout, say).
-    key = "\n".join([*_identity([java]), *_identity(_spark_jars()), *_identity(Path(j) for j in jars)])
+    jdk = [java, *(java.parent.parent / "lib" / f for f in ("modules", "server/libjvm.so"))]
+    key = "\n".join([*_identity(jdk), *_identity(_spark_jars()), *_identity(Path(j) for j in jars)])
     name = f"spark-driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
     path = directory / name
     if path.is_file():
@@ -162,11 +167,43 @@ def _keep_at_exit(plan: ArchivePlan, jvm: subprocess.Popen[bytes]) -> None:
             if jvm.stdin is not None:
                 jvm.stdin.close()  # Spark's gateway exits when its standard input closes
             jvm.wait(timeout=_EXIT_WAIT_S)
-        if jvm.returncode == 0 and writing.is_file() and writing.stat().st_size > 0:
+        if jvm.returncode == 0 and writing.is_file() and _maps(writing):
             os.replace(writing, plan.path)
             _keep_newest(plan.path.parent)
             return
         _log.debug("class-data archive not kept: the JVM exited with %s", jvm.returncode)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        _log.debug("class-data archive not kept: %s", e)
+    except (OSError, subprocess.TimeoutExpired, KeyboardInterrupt) as e:
+        _log.debug("class-data archive not kept: %r", e)
     writing.unlink(missing_ok=True)
+
+
+def _maps(archive: Path) -> bool:
+    """Whether a JVM starts with ``archive``: it maps every region, so a file cut short crashes it
+    (a file for other jars is only not used, and the JVM still starts)."""
+    java = _java()
+    if java is None:
+        return False
+    crash_log = archive.with_name(archive.name + ".hs_err.log")  # not the user's directory
+    command = [
+        str(java),
+        f"-XX:SharedArchiveFile={archive}",
+        *_QUIET.split(),
+        f"-XX:ErrorFile={crash_log}",
+        "-XX:-CreateCoredumpOnCrash",
+        "-version",
+    ]
+    try:
+        return subprocess.run(command, capture_output=True, timeout=60).returncode == 0
+    finally:
+        crash_log.unlink(missing_ok=True)
+
+
+def drop(plan: ArchivePlan, error: BaseException) -> None:
+    """Remove an archive a JVM failed to start with (the next run writes a new one)."""
+    _log.warning(
+        "the Spark driver did not start with the class-data archive %s (%s); removing it and "
+        "starting without it",
+        plan.path,
+        error,
+    )
+    plan.path.unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kspark.jvm.jars import kspark_home
-from kspark.runtime.spark.class_data import ArchivePlan, archive_plan, keep_archive_at_exit
+from kspark.runtime.spark.class_data import ArchivePlan, archive_plan, drop, keep_archive_at_exit
 from kspark.runtime.spark.jars import (
     CONNECTOR_CLASS,
     connector_jars,
@@ -194,10 +194,16 @@ def create_spark_session(
     existing = SparkSession.getActiveSession()
     launches_jvm = SparkContext._gateway is None
     started = time.monotonic()
-    builder = SparkSession.builder
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = _get_or_create(settings)
+    except Exception as e:
+        # A JVM that cannot map the archive must not stop the application; any other failure
+        # (a JVM that started, or one started without an archive) is the caller's.
+        if archive is None or archive.writing is not None or SparkContext._gateway is not None:
+            raise
+        drop(archive, e)
+        settings, archive = _settings_and_archive({**(conf or {}), CLASS_DATA_SHARING: "false"}, log_level)
+        spark = _get_or_create(settings)
     if archive is not None and launches_jvm:
         keep_archive_at_exit(archive, getattr(SparkContext._gateway, "proc", None))
     if existing is None:
@@ -256,6 +262,15 @@ def spark_settings(conf: Mapping[str, str] | None = None, *, log_level: str = "W
     Resolves the connector jars (downloading them on first use).
     """
     return _settings_and_archive(conf, log_level)[0]
+
+
+def _get_or_create(settings: Mapping[str, str]) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 def _settings_and_archive(

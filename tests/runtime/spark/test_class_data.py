@@ -100,24 +100,44 @@ _CHILD = textwrap.dedent(
 )
 
 
-def _top_archive_bytes(home: Path) -> int:
+def _session(home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _CHILD, str(home)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        cwd=home,  # where a crashing JVM would leave its hs_err file
+    )
+
+
+def _top_archive_bytes(session: subprocess.CompletedProcess[str]) -> int:
     """What a session's JVM mapped beyond the JDK's own archive: ``[base-top-end)``."""
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(home)], capture_output=True, text=True, timeout=300, check=True
-    ).stdout
-    m = re.search(r"MAPPED .*\[0x([0-9a-f]+)-0x([0-9a-f]+)-0x([0-9a-f]+)\)", out)
-    assert m, out
+    m = re.search(r"MAPPED .*\[0x([0-9a-f]+)-0x([0-9a-f]+)-0x([0-9a-f]+)\)", session.stdout)
+    assert m, session.stdout
     return int(m.group(3), 16) - int(m.group(2), 16)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("jcmd") is None, reason="needs the JDK's jcmd to see what the JVM mapped")
-def test_the_first_session_writes_the_archive_and_the_next_maps_it(tmp_path: Path) -> None:
+def test_the_first_session_writes_the_archive_the_next_maps_it_and_a_broken_one_is_dropped(
+    tmp_path: Path,
+) -> None:
     """HotSpot reports the regions it mapped: the JDK's own archive, then the dynamic one on top."""
-    assert _top_archive_bytes(tmp_path) == 0, "no archive yet: only the JDK's own is mapped"
+    assert _top_archive_bytes(_session(tmp_path)) == 0, "no archive yet: only the JDK's own is mapped"
     archives = list((tmp_path / "cds").glob("spark-driver-*.jsa"))
     assert len(archives) == 1 and archives[0].stat().st_size > 10_000_000
     assert not list((tmp_path / "cds").glob("*.writing"))
-    assert _top_archive_bytes(tmp_path) > 10_000_000, (
-        "the second session maps Spark's classes from the archive"
-    )
+    assert _top_archive_bytes(_session(tmp_path)) > 10_000_000, "Spark's classes come from the archive"
+
+    # A file cut short crashes a JVM that maps it: never kept, and dropped if one is found.
+    archive = archives[0]
+    cut = tmp_path / "cut.jsa"
+    cut.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    assert class_data._maps(archive) and not class_data._maps(cut)
+    archive.chmod(0o644)
+    os.replace(cut, archive)
+    third = _session(tmp_path)
+    assert _top_archive_bytes(third) == 0
+    assert "did not start with the class-data archive" in third.stderr
+    assert not archive.exists()
