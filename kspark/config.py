@@ -12,7 +12,7 @@ are accepted as Confluent names them: ``schema.registry.*``,
 ``auto.register.schemas``, ``use.latest.version``, ``normalize.schemas``,
 ``key.subject.name.strategy``, ``value.subject.name.strategy`` and
 ``latest.cache.ttl.sec`` are checked here. Secrets (:func:`is_secret`, and
-the password of a URL's ``user:password@``) never show in a ``repr``.
+the password of a URL's ``user:password@``: :mod:`kspark.redaction`) never show in a ``repr``.
 Each definition (:data:`CONFIG_DEFS`, :data:`PREFIX_DEFS`) also says which runner
 reads the setting and what it does; docs/configuration.md is generated from them
 (:mod:`kspark.tools.config_reference`). ``cache.max.bytes.buffering`` is the deprecated alias of
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kspark.errors import ConfigException
+from kspark.redaction import is_secret, redacted
 
 __all__ = [
     "StreamsConfig",
@@ -167,33 +167,6 @@ PREFIX_DEFS: tuple[PrefixDef, ...] = (
 )
 
 PASS_THROUGH_PREFIXES: tuple[str, ...] = tuple(p.prefix for p in PREFIX_DEFS)
-
-
-_SECRET = re.compile(
-    r"password|secret|jaas|\.pem$|keystore\.key$|oauthbearer\.config$|token$|user\.info$", re.IGNORECASE
-)
-# A URL's user info (http://user:password@host), e.g. in schema.registry.url.
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]+:)[^@/\s]+@")
-
-HIDDEN = "[hidden]"
-
-
-def is_secret(name: str) -> bool:
-    """Whether the setting ``name`` (any prefix, Java's or librdkafka's name) holds a secret."""
-    return bool(_SECRET.search(name))
-
-
-def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` with every secret's value replaced by ``[hidden]``, and the password of any
-    URL's ``user:password@``."""
-    return {
-        k: HIDDEN
-        if is_secret(k) and v not in (None, "")
-        else _URL_PASSWORD.sub(rf"\g<1>{HIDDEN}@", v)
-        if isinstance(v, str)
-        else v
-        for k, v in settings.items()
-    }
 
 
 @dataclass(frozen=True)

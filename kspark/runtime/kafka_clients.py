@@ -25,7 +25,7 @@ kspark's clients are of two kinds:
   OpenSSL's) go there only.
 
 Secrets (passwords, keys, JAAS configs, client secrets) never reach a log or
-an error: ``kspark.config.redacted`` hides them, and ``is_secret`` names them.
+an error: ``kspark.redaction.redacted`` hides them, and ``is_secret`` names them.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from kspark.config import redacted
 from kspark.errors import ConfigException, StreamsException
+from kspark.redaction import redacted
 
 __all__ = [
     "ClientKind",

@@ -85,7 +85,6 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from kspark.config import is_secret
 from kspark.errors import (
     InvalidStateStoreException,
     SerializationException,
@@ -98,6 +97,7 @@ from kspark.query import (
     StoreQueryParameters,
     StreamsMetadata,
 )
+from kspark.redaction import is_secret
 from kspark.runtime.live_page import LivePage
 from kspark.runtime.query_codec import (
     DEFAULT_PAGE_SIZE,

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from kspark.config import HIDDEN
 from kspark.errors import ConfigException, SerializationException
+from kspark.redaction import HIDDEN
 
 if TYPE_CHECKING:
     from confluent_kafka.schema_registry import SchemaRegistryClient
