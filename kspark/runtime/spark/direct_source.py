@@ -52,21 +52,21 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kspark.errors import StreamsException
-from kspark.processor.api import Headers
+from kspark.processor.api import Headers  # imported by kafka_io anyway
 from kspark.runtime.spark.kafka_io import OffsetLister
-from kspark.runtime.spark.partition_reader import read_range
-from kspark.runtime.spark.task_input import FeedChunk
-from kspark.runtime.spark.tasks import (
-    TopologySpec,
-    process_stateless,
-    process_stateless_feeds,
-)
-from kspark.runtime.spark.warm import new_task_metrics, warm_entry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from kspark.runtime.spark.task_commit import TaskCommit
+    from kspark.runtime.spark.task_input import FeedChunk
+    from kspark.runtime.spark.tasks import TopologySpec
+
+# Spark plans a micro-batch of this source in Python processes of its own on the driver (creating
+# the source, the streaming source runner, the read's planning), each a new interpreter that
+# unpickles the plan. They need the offsets and the tasks only: what runs the tasks (the engine,
+# the topology's specs) is imported and unpickled in the workers, by read() (~0.2 s of imports
+# and the application's topology less in each of those processes).
 
 __all__ = [
     "SOURCE_NAME",
@@ -117,9 +117,45 @@ class DirectPlan:
     starting: str  # "earliest" or "latest": where a new query starts
     max_offsets: int | None  # records per micro-batch, over all partitions
     consumer: Mapping[str, Any]  # librdkafka settings of the range readers
-    specs: Mapping[str, TopologySpec] = field(repr=False)  # the sub-topology reading each topic
+    subtopologies: Mapping[str, int]  # the sub-topology reading each topic
+    specs: bytes = field(repr=False)  # {topic: TopologySpec}, pickled (topology_specs())
     admin: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the offset lister's connection
     start_at: Offsets = field(default_factory=dict)  # a new query's start where its group committed one
+
+    @staticmethod
+    def of(
+        bootstrap_servers: str,
+        partitions: Mapping[str, int],
+        starting: str,
+        max_offsets: int | None,
+        consumer: Mapping[str, Any],
+        specs: Mapping[str, TopologySpec],
+        admin: Mapping[str, Any],
+        start_at: Offsets,
+    ) -> DirectPlan:
+        """The plan of a query whose topics are read by the sub-topologies ``specs`` (by topic)."""
+        from pyspark import cloudpickle
+
+        pickled: bytes = cloudpickle.dumps(dict(specs))  # type: ignore[no-untyped-call]
+        subtopologies = {t: s.subtopology for t, s in specs.items()}
+        return DirectPlan(
+            bootstrap_servers,
+            partitions,
+            starting,
+            max_offsets,
+            consumer,
+            subtopologies,
+            pickled,
+            admin,
+            start_at,
+        )
+
+    def topology_specs(self) -> dict[str, TopologySpec]:
+        """The sub-topology reading each topic (unpickled anew: a worker's read calls it once)."""
+        import pickle
+
+        specs: dict[str, TopologySpec] = pickle.loads(self.specs)
+        return specs
 
     def options(self) -> dict[str, str]:
         """Data source options carrying this plan (Spark passes options as strings)."""
@@ -231,7 +267,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for t, ends in sorted(end.items()):
             for p, stop in sorted(ends.items(), key=lambda item: int(item[0])):
                 if stop > start[t][p]:
-                    key = (self.plan.specs[t].subtopology, int(p))
+                    key = (self.plan.subtopologies[t], int(p))
                     tasks.setdefault(key, []).append(OffsetRange(t, int(p), start[t][p], stop))
         return [TaskRanges(tuple(ranges)) for _, ranges in sorted(tasks.items())]
 
@@ -240,9 +276,12 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ---------------------------------------------------------------- worker side
     def read(self, partition: InputPartition) -> Iterator[tuple[int, int, str]]:
+        from kspark.runtime.spark.tasks import process_stateless_feeds
+        from kspark.runtime.spark.warm import new_task_metrics, warm_entry
+
         assert isinstance(partition, TaskRanges)
         ranges, p = partition.ranges, partition.partition
-        spec = self.plan.specs[ranges[0].topic]
+        spec = self.plan.topology_specs()[ranges[0].topic]
         commit = spec.task_commit(p)
         if not commit.begin({(r.topic, p): r.end for r in ranges}):
             yield 0, 0, ""  # a replay of a batch whose output Kafka committed already
@@ -263,6 +302,9 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _read_one(self, spec: TopologySpec, commit: TaskCommit, r: OffsetRange, counted: list[int]) -> None:
         """One topic-partition's range through the task, a chunk at a time (fused when planned)."""
+        from kspark.runtime.spark.partition_reader import read_range
+        from kspark.runtime.spark.tasks import process_stateless
+
         for chunk in read_range(self.plan.consumer, r.topic, r.partition, r.start, r.end):
             spec.global_replica()
             process_stateless(
@@ -281,6 +323,9 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _records(self, r: OffsetRange, counted: list[int]) -> Iterator[FeedChunk]:
         """A range's records a chunk at a time, as the engine's task takes them (counted as read)."""
+        from kspark.runtime.spark.partition_reader import read_range
+        from kspark.runtime.spark.task_input import FeedChunk
+
         for chunk in read_range(self.plan.consumer, r.topic, r.partition, r.start, r.end):
             counted[0] += len(chunk.offsets)
             yield FeedChunk(

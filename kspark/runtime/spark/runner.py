@@ -438,7 +438,7 @@ class SparkRunner:
             consumer = query.subtopologies[0].consumer
             assert consumer is not None
             admin = librdkafka_security(self.config.originals(), "admin")
-            direct = DirectPlan(bootstrap, partitions, starting, cap, consumer, by_topic, admin, start_at)
+            direct = DirectPlan.of(bootstrap, partitions, starting, cap, consumer, by_topic, admin, start_at)
             register_direct_source(self.spark)
             return self.spark.readStream.format(SOURCE_NAME).options(**direct.options()).load(), None
         options = spark_source_options(self.config.originals())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -215,3 +216,42 @@ def test_a_merge_takes_records_across_its_topics_by_timestamp(
         for key in keys:
             got = [r.value for r in output if r.key == key]
             assert got == [b"%s@%d" % (key, ts) for ts in range(40)], (name, key, got[:6])
+
+
+_PLANNER = """
+import subprocess
+import sys
+from kspark.runtime.spark.direct_source import KafkaDirectSource
+
+reader = KafkaDirectSource({"plan": sys.stdin.read()}).streamReader(None)
+tasks = reader.partitions({"in": {"0": 0, "1": 5}}, {"in": {"0": 3, "1": 5}})
+print([[(r.topic, r.partition, r.start, r.end) for r in t.ranges] for t in tasks])
+engine = ("kspark.runtime.spark.tasks", "kspark.processor.internals.task")
+print(sorted(m for m in engine if m in sys.modules))
+print(sorted(reader.plan.topology_specs()), "kspark.runtime.spark.tasks" in sys.modules)
+"""
+
+
+def test_the_drivers_planning_processes_leave_the_engine_and_the_topology_unloaded() -> None:
+    """Spark plans a direct read in new Python processes on the driver: they get the tasks' offset
+    ranges without importing the engine or unpickling the application's topology; a worker's read
+    unpickles it."""
+    from kspark.runtime.spark.direct_source import DirectPlan
+    from kspark.runtime.spark.tasks import TopologySpec
+
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(S, S)).map_values(lambda v: v.upper()).to("out", Produced.with_(S, S))
+    spec = TopologySpec(builder.build(), {"application.id": "planner"}, 0, {}, "instance", {})
+    plan = DirectPlan.of("unused:9092", {"in": 2}, "earliest", None, {}, {"in": spec}, {}, {})
+    child = subprocess.run(
+        [sys.executable, "-c", _PLANNER],
+        input=plan.options()["plan"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    ranges, engine_modules, after_read = child.stdout.splitlines()
+    assert ranges == "[[('in', 0, 0, 3)]]"  # partition 1 has nothing in the batch
+    assert engine_modules == "[]"
+    assert after_read == "['in'] True"
