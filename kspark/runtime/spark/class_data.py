@@ -11,9 +11,12 @@ Java 17 cannot keep such an archive by itself (``-XX:+AutoCreateSharedArchive`` 
 a session :func:`kspark.runtime.spark.session.create_spark_session` starts with a local master
 (where the driver JVM is also the executor, and kspark launches it) does it here:
 
-* the archive's name is a digest of what decides the classes it holds: the ``java`` Spark will run
+* the archive's name is a digest of what the JVM checks it against: the ``java`` Spark will run
   and its JDK's class image and ``libjvm.so`` (path, size and modification time), Spark's jars and
-  the session's jars;
+  the driver's extra class path. The jars a session adds (``spark.jars``: the Kafka connector, a
+  user's) are loaded by Spark's own class loader, and the JVM matches such a class against the
+  archive by its size and checksum, so one archive serves every set of them (the test suite ran
+  three, which each wrote an archive of their own when they were part of the name);
 * a session whose archive exists starts its JVM with ``-XX:SharedArchiveFile``;
 * one whose archive does not exist asks its JVM to write it when it exits
   (``-XX:ArchiveClassesAtExit``), under a name of its own, holding the classes that run loaded;
@@ -53,7 +56,7 @@ _log = logging.getLogger(__name__)
 
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _KEPT = 3
-"""Archives kept (one per set of jars and Java): a machine running two kspark versions keeps both."""
+"""Archives kept (one per Java and Spark): a machine running two kspark versions keeps both."""
 _EXIT_WAIT_S = 60.0
 """How long an exiting Python process waits for its JVM to write the archive (~10 s here)."""
 
@@ -100,9 +103,10 @@ def _identity(paths: Iterable[Path]) -> list[str]:
     return out
 
 
-def archive_plan(jars: Iterable[str], directory: Path | None = None) -> ArchivePlan | None:
-    """The archive of a local session with the extra ``jars`` (``spark.jars``), or None when there
-    can be none (no ``java`` found, or its directory cannot be written)."""
+def archive_plan(class_path: str, directory: Path | None = None) -> ArchivePlan | None:
+    """The archive of a local session whose driver has the extra ``class_path``
+    (``spark.driver.extraClassPath``), or None when there can be none (no ``java`` found, or its
+    directory cannot be written)."""
     java = _java()
     if java is None:
         return None
@@ -110,7 +114,8 @@ def archive_plan(jars: Iterable[str], directory: Path | None = None) -> ArchiveP
     # Only what decides which classes load from where; the JVM checks the rest itself and starts
     # without an archive it cannot use (a different heap layout, say).
     jdk = [java, *(java.parent.parent / "lib" / f for f in ("modules", "server/libjvm.so"))]
-    key = "\n".join([*_identity(jdk), *_identity(_spark_jars()), *_identity(Path(j) for j in jars)])
+    extra = [Path(p) for p in class_path.split(os.pathsep) if p]
+    key = "\n".join([*_identity(jdk), *_identity(_spark_jars()), *_identity(extra)])
     name = f"spark-driver-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
     path = directory / name
     if path.is_file():
@@ -133,7 +138,7 @@ def _remove_abandoned(directory: Path) -> None:
 
 
 def _keep_newest(directory: Path) -> None:
-    """Archives beyond the newest :data:`_KEPT` (other jars, an older Spark or Java) are removed; a
+    """Archives beyond the newest :data:`_KEPT` (an older Spark or Java) are removed; a
     JVM that has one mapped keeps reading it."""
     archives = sorted(directory.glob("spark-driver-*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in archives[_KEPT:]:
@@ -164,6 +169,10 @@ def _keep_at_exit(plan: ArchivePlan, jvm: subprocess.Popen[bytes]) -> None:
     try:
         if jvm.poll() is None:
             _log.info("kspark: the Spark driver writes its class-data archive (once): %s", plan.path)
+            try:
+                _stop_spark()
+            except Exception as e:  # a JVM past saving: it still exits when its input closes
+                _log.warning("stopping Spark before its JVM writes the class-data archive failed: %s", e)
             if jvm.stdin is not None:
                 jvm.stdin.close()  # Spark's gateway exits when its standard input closes
             jvm.wait(timeout=_EXIT_WAIT_S)
@@ -177,9 +186,20 @@ def _keep_at_exit(plan: ArchivePlan, jvm: subprocess.Popen[bytes]) -> None:
     writing.unlink(missing_ok=True)
 
 
+def _stop_spark() -> None:
+    """Stop the application's SparkContext, if still running, before its JVM exits: PySpark's
+    accumulator server would otherwise read the closed connection and print a traceback (seen in
+    ``kspark demo``'s output). Without this handler the interpreter exits first and never sees it."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is not None:
+        context.stop()
+
+
 def _maps(archive: Path) -> bool:
     """Whether a JVM starts with ``archive``: it maps every region, so a file cut short crashes it
-    (a file for other jars is only not used, and the JVM still starts)."""
+    (a file for another class path is only not used, and the JVM still starts)."""
     java = _java()
     if java is None:
         return False

@@ -296,7 +296,7 @@ def _settings_and_archive(
     archive = None
     if "spark.driver.extraJavaOptions" not in settings:
         if settings["spark.master"].startswith("local") and _class_data_sharing(conf):
-            archive = archive_plan(jars + user_jars)
+            archive = archive_plan(settings.get("spark.driver.extraClassPath", ""))
         if archive is not None:
             java_options += " " + archive.java_options()
         settings["spark.driver.extraJavaOptions"] = java_options

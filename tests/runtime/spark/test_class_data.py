@@ -28,7 +28,7 @@ def _jvm_standin(writes: Path, status: int) -> subprocess.Popen[bytes]:
 def test_an_archive_is_written_under_a_name_of_its_own_and_kept_only_after_a_clean_exit(
     tmp_path: Path,
 ) -> None:
-    plan = archive_plan(["/x/extra.jar"], directory=tmp_path)
+    plan = archive_plan("", directory=tmp_path)
     assert plan is not None and plan.writing is not None
     assert plan.writing.name == f"{plan.path.name}.{os.getpid()}.writing"
     assert plan.java_options().startswith(f"-XX:ArchiveClassesAtExit={plan.writing} ")
@@ -38,15 +38,15 @@ def test_an_archive_is_written_under_a_name_of_its_own_and_kept_only_after_a_cle
 
     class_data._keep_at_exit(plan, _jvm_standin(plan.writing, 0))
     assert list(tmp_path.iterdir()) == [plan.path]
-    again = archive_plan(["/x/extra.jar"], directory=tmp_path)
+    again = archive_plan("", directory=tmp_path)
     assert again is not None and again.writing is None and again.path == plan.path
     assert again.java_options().split() == [
         f"-XX:SharedArchiveFile={plan.path}",
         "-Xlog:cds=off",
         "-Xlog:cds+dynamic=off",
     ]
-    other = archive_plan(["/y/other.jar"], directory=tmp_path)
-    assert other is not None and other.path != plan.path  # other jars, another archive
+    other = archive_plan(f"/y/other.jar{os.pathsep}/y/more.jar", directory=tmp_path)
+    assert other is not None and other.path != plan.path  # another class path, another archive
 
 
 def test_a_file_a_dead_process_was_writing_is_removed(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_a_file_a_dead_process_was_writing_is_removed(tmp_path: Path) -> None:
     live = tmp_path / f"spark-driver-0.jsa.{os.getpid()}.writing"
     abandoned.write_bytes(b"half")
     live.write_bytes(b"half")
-    archive_plan([], directory=tmp_path)
+    archive_plan("", directory=tmp_path)
     assert not abandoned.exists()
     assert live.exists()
 
@@ -77,6 +77,8 @@ def test_only_a_local_session_with_kspark_s_jvm_options_uses_an_archive() -> Non
     assert "-XX:" not in options({"spark.kspark.classDataSharing": "false"}).replace("-XX:+UseParallel", "")
     assert "Archive" not in options({"spark.master": "spark://host:7077"})
     assert options({"spark.driver.extraJavaOptions": "-Dx=1"}) == "-Dx=1"
+    # The jars a session adds do not change the archive: Spark's class loader loads them.
+    assert options({}) == options({"spark.jars": "/x/extra.jar"})
     with pytest.raises(ConfigException, match="classDataSharing must be true or false"):
         options({"spark.kspark.classDataSharing": "yes"})
 
@@ -92,6 +94,8 @@ _CHILD = textwrap.dedent(
     class_data.kspark_home = lambda: Path(sys.argv[1])
     spark = create_spark_session({"spark.master": "local[1]"})
     assert spark.range(100).selectExpr("sum(id)").collect()[0][0] == 4950
+    # Python tasks: the JVM connects to PySpark's accumulator server, which must not see it exit.
+    assert spark.sparkContext.parallelize(range(10)).map(lambda x: x * 2).sum() == 90
     info = subprocess.run(
         ["jcmd", str(SparkContext._gateway.proc.pid), "VM.info"], capture_output=True, text=True
     ).stdout
@@ -124,7 +128,9 @@ def test_the_first_session_writes_the_archive_the_next_maps_it_and_a_broken_one_
     tmp_path: Path,
 ) -> None:
     """HotSpot reports the regions it mapped: the JDK's own archive, then the dynamic one on top."""
-    assert _top_archive_bytes(_session(tmp_path)) == 0, "no archive yet: only the JDK's own is mapped"
+    first = _session(tmp_path)
+    assert _top_archive_bytes(first) == 0, "no archive yet: only the JDK's own is mapped"
+    assert "Traceback" not in first.stderr, first.stderr  # the exit that waited for the JVM is quiet
     archives = list((tmp_path / "cds").glob("spark-driver-*.jsa"))
     assert len(archives) == 1 and archives[0].stat().st_size > 10_000_000
     assert not list((tmp_path / "cds").glob("*.writing"))
