@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 # Spark plans a micro-batch of this source in Python processes of its own on the driver (creating
 # the source, the streaming source runner, the read's planning), each a new interpreter that
 # unpickles the plan. They need the offsets and the tasks only: what runs the tasks (the engine,
-# the topology's specs) is imported and unpickled in the workers, by read() (~0.2 s of imports
+# the topology's specs) is imported and unpickled in the workers, by read() (0.16 s of imports
 # and the application's topology less in each of those processes).
 
 __all__ = [
