@@ -45,6 +45,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,12 @@ _EXIT_WAIT_S = 60.0
 """How long an exiting Python process waits for its JVM to write the archive (~10 s here)."""
 
 
+@dataclass(frozen=True)
 class ArchivePlan:
     """What one session does with its archive: use ``path`` or write ``writing``, then keep it."""
 
-    def __init__(self, path: Path, writing: Path | None) -> None:
-        self.path = path
-        self.writing = writing
+    path: Path
+    writing: Path | None
 
     def java_options(self) -> str:
         """The JVM options that use (or write) the archive."""
@@ -85,9 +86,11 @@ def _java() -> Path | None:
 
 
 def _spark_jars() -> list[Path]:
+    """The jars of the Spark that PySpark launches: ``$SPARK_HOME``'s, else its own."""
     import pyspark
 
-    jars = Path(pyspark.__file__).parent / "jars"
+    home = os.environ.get("SPARK_HOME")
+    jars = Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
     return sorted(jars.glob("*.jar")) if jars.is_dir() else []
 
 
