@@ -172,7 +172,8 @@ def create_spark_session(
     returned (with the runner's SQL settings applied), and it must then
     already have the connector. ``spark.driver.extraJavaOptions`` defaults
     to a log4j2 config at ``log_level`` (and, with a ``local`` master, the
-    parallel collector, :data:`LOCAL_GC_OPTION`); giving it replaces that.
+    parallel collector, :data:`LOCAL_GC_OPTION`, and the class-data archive of
+    :mod:`~kspark.runtime.spark.class_data`); giving it replaces that.
     """
     global _last_startup
     settings, archive = _settings_and_archive(conf, log_level)
