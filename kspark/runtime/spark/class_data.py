@@ -173,7 +173,7 @@ def _keep_at_exit(plan: ArchivePlan, jvm: subprocess.Popen[bytes]) -> None:
         if jvm.poll() is None:
             _log.info("kspark: the Spark driver writes its class-data archive (once): %s", plan.path)
             try:
-                _stop_spark()
+                _stop_spark(jvm)
             except Exception as e:  # a JVM past saving: it still exits when its input closes
                 _log.warning("stopping Spark before its JVM writes the class-data archive failed: %s", e)
             if jvm.stdin is not None:
@@ -189,14 +189,14 @@ def _keep_at_exit(plan: ArchivePlan, jvm: subprocess.Popen[bytes]) -> None:
     writing.unlink(missing_ok=True)
 
 
-def _stop_spark() -> None:
-    """Stop the application's SparkContext, if still running, before its JVM exits: PySpark's
+def _stop_spark(jvm: subprocess.Popen[bytes]) -> None:
+    """Stop the SparkContext running on ``jvm``, if any, before that JVM exits: PySpark's
     accumulator server would otherwise read the closed connection and print a traceback (seen in
     ``kspark demo``'s output). Without this handler the interpreter exits first and never sees it."""
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
-    if context is not None:
+    if context is not None and getattr(SparkContext._gateway, "proc", None) is jvm:
         context.stop()
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,6 +17,9 @@ from kspark.errors import ConfigException
 from kspark.runtime.spark import class_data
 from kspark.runtime.spark import session as session_mod
 from kspark.runtime.spark.class_data import archive_plan
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def _jvm_standin(writes: Path, status: int) -> subprocess.Popen[bytes]:
@@ -26,8 +30,11 @@ def _jvm_standin(writes: Path, status: int) -> subprocess.Popen[bytes]:
 
 
 def test_an_archive_is_written_under_a_name_of_its_own_and_kept_only_after_a_clean_exit(
-    tmp_path: Path,
+    tmp_path: Path, spark: SparkSession
 ) -> None:
+    from pyspark import SparkContext
+
+    context = spark.sparkContext
     plan = archive_plan("", directory=tmp_path)
     assert plan is not None and plan.writing is not None
     assert plan.writing.name == f"{plan.path.name}.{os.getpid()}.writing"
@@ -38,6 +45,8 @@ def test_an_archive_is_written_under_a_name_of_its_own_and_kept_only_after_a_cle
 
     class_data._keep_at_exit(plan, _jvm_standin(plan.writing, 0))
     assert list(tmp_path.iterdir()) == [plan.path]
+    # Another JVM's archive is no reason to stop this process's Spark (the suite's shared session).
+    assert SparkContext._active_spark_context is context
     again = archive_plan("", directory=tmp_path)
     assert again is not None and again.writing is None and again.path == plan.path
     assert again.java_options().split() == [
