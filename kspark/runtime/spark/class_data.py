@@ -29,7 +29,7 @@ a session :func:`kspark.runtime.spark.session.create_spark_session` starts with 
   without it (:func:`kspark.runtime.spark.session.create_spark_session`).
 
 The run that writes the archive pays for it once: the JVM records what it loads (its first batch
-was 1-2.5 s slower on W1 and W2) and its exit waits for the dump (about 8 s and 150-185 MB here). The
+was 1-2.5 s slower on W1 and W2) and its exit waits for the dump (about 8 s and 150-200 MB here). The
 archive holds the classes that run loaded; removing ``$KSPARK_HOME/cds`` has the next run write it
 again. The JVM's own CDS messages are turned off (``-Xlog:cds=off``): an archive it cannot use
 (say, with a heap too large for compressed pointers) only means a start without it.
