@@ -28,7 +28,7 @@ from kspark.runtime.spark.jars import (
     connector_package,
     connector_version,
 )
-from kspark.runtime.spark.settings import CLASS_DATA_SHARING, SETTINGS
+from kspark.runtime.spark.settings import CLASS_DATA_SHARING, RunnerSettings
 from kspark.runtime.spark.worker_daemon import DAEMON_MODULE
 
 if TYPE_CHECKING:
@@ -296,18 +296,12 @@ def _settings_and_archive(
         java_options += " " + LOCAL_GC_OPTION
     archive = None
     if "spark.driver.extraJavaOptions" not in settings:
-        if settings["spark.master"].startswith("local") and _class_data_sharing(conf):
+        if settings["spark.master"].startswith("local") and RunnerSettings.of(conf).class_data_sharing:
             archive = archive_plan(settings.get("spark.driver.extraClassPath", ""))
         if archive is not None:
             java_options += " " + archive.java_options()
         settings["spark.driver.extraJavaOptions"] = java_options
     return settings, archive
-
-
-def _class_data_sharing(conf: Mapping[str, str]) -> bool:
-    setting = next(s for s in SETTINGS if s.key == CLASS_DATA_SHARING)
-    value = conf.get(CLASS_DATA_SHARING)
-    return bool(setting.default if value is None else setting.parse(value))
 
 
 def use_local_checkpoint_files(spark: SparkSession, state_dir: str) -> None:
