@@ -23,7 +23,11 @@ One :class:`kspark.dev.LocalKafka`, two parts:
    ``--baseline``, then the same HTTP lookups, W2 still running, against
    bench/http_baseline.py: an HTTP stack over a dict in a process of its own
    (``--baseline-stacks``), the floor that stack meets on this machine under
-   this load.
+   this load. ``--renice N`` runs Spark's JVM, its Python workers and the
+   broker at nice ``N`` (bench/renice.py) and ``--switch-interval-ms`` sets
+   the application process's ``sys.setswitchinterval``: what is left of the
+   HTTP tail when the processing yields the cores, and the interpreter lock
+   changes hands sooner.
 
 Part 2 runs the working tree's kspark (this process imports it). Results
 go to ``--json`` and a summary is printed with the issue's targets: Python
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -49,6 +54,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from bench.http_baseline import STACKS
+from bench.renice import Renicer, java_children
 from bench.run import SYSTEMS, add_common_args, export_kspark, preload, run_system
 from bench.stalls import StallWatch
 from kspark.dev.kafka import LocalKafka, free_port
@@ -181,8 +187,15 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         # Spark's cap is per query, over all its partitions: W2 at half its rate.
         "spark.kspark.maxOffsetsPerTrigger": str(max(1, int(rate * TRIGGER_MS / 1000))),
     }
+    if args.switch_interval_ms:
+        sys.setswitchinterval(args.switch_interval_ms / 1000)
     app = KafkaStreams(b.build(), config)
     app.start()
+    renicer = None
+    if args.renice:
+        # Spark's JVM (the tasks' threads in local mode) with its Python workers, and the broker
+        renicer = Renicer([*java_children(os.getpid()), *([kafka.pid] if kafka.pid else [])], args.renice)
+        renicer.start()
     try:
         all_keys = PositionBound.at(Position.from_map({keys_topic: last}))
         params = StoreQueryParameters.from_name_and_type("keys", QueryableStoreTypes.key_value_store())
@@ -259,9 +272,12 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
             "errors": errors[:10],
             "error_count": len(errors),
             **({"stalls": stalls.summary()} if stalls is not None else {}),
+            **({"reniced": {"nice": args.renice, "threads": renicer.threads}} if renicer else {}),
             **({"baseline": baseline} if baseline else {}),
         }
     finally:
+        if renicer is not None:
+            renicer.stop()
         app.close()
 
 
@@ -368,6 +384,18 @@ def main(argv: list[str] | None = None) -> int:
         default="fastapi",
         help="with --baseline, the HTTP stacks to time over the dict, comma-separated: fastapi, raw, "
         "uvloop (kspark's point-read path), granian (bench/http_baseline.py says what each is)",
+    )
+    ap.add_argument(
+        "--renice",
+        type=int,
+        default=0,
+        help="run Spark's JVM, its Python workers and the broker at this nice value (bench/renice.py)",
+    )
+    ap.add_argument(
+        "--switch-interval-ms",
+        type=float,
+        default=0.0,
+        help="the application process's sys.setswitchinterval (Python's default: 5 ms)",
     )
     args = ap.parse_args(argv)
     unknown = set(args.baseline_stacks.split(",")) - set(STACKS)

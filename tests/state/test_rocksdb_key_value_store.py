@@ -30,7 +30,7 @@ from kspark.serde import Serdes
 from kspark.state import Stores
 from kspark.state.internals.in_memory_key_value_store import INVALID_RANGE_WARNING, InMemoryKeyValueStore
 from kspark.state.internals.metered import innermost
-from kspark.state.internals.rocksdb_key_value_store import RocksDBKeyValueStore
+from kspark.state.internals.rocksdb_key_value_store import REBUILT_MARKER, RocksDBKeyValueStore
 
 from .conftest import FakeContext
 
@@ -400,6 +400,30 @@ def test_unflushed_writes_survive_close_and_reopen_through_the_wal(tmp_path: Pat
         assert again.get(b"k") == b"v"
     finally:
         again.close()
+
+
+def _wal_bytes(db_dir: Path) -> int:
+    return sum(f.stat().st_size for f in db_dir.glob("*.log"))
+
+
+def test_a_directory_marked_rebuilt_keeps_no_wal_and_a_state_dir_does(tmp_path: Path) -> None:
+    """A runner's scratch directory (REBUILT_MARKER: filled anew whenever its task is built, never
+    reopened) skips the WAL, as a temporary directory does; any other state directory keeps it."""
+    kept, rebuilt = tmp_path / "kept", tmp_path / "rebuilt"
+    kept.mkdir()
+    rebuilt.mkdir()
+    (rebuilt / REBUILT_MARKER).touch()
+    logged = {}
+    for where in (kept, rebuilt):
+        s = open_raw("s", str(where))
+        try:
+            s.put_all([(b"k%d" % i, b"v" * 100) for i in range(1000)])
+            s.flush()
+            assert s.get(b"k7") == b"v" * 100
+            logged[where] = _wal_bytes(where / "rocksdb" / "s")  # before close writes an SST
+        finally:
+            s.close()
+    assert logged[kept] > 100_000 and logged[rebuilt] == 0
 
 
 def test_committed_writes_survive_a_crashed_process_through_the_wal(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ from kspark.runtime.kafka_clients import librdkafka_security
 from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import consume_toward, consumer_config
 from kspark.runtime.spark.warm_pool import WarmPool
-from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR
+from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR, REBUILT_MARKER
 
 __all__ = [
     "scratch_dir",
@@ -107,6 +107,9 @@ def scratch_dir(config: Mapping[str, Any], name: str) -> str:
         shutil.rmtree(path)
     try:
         os.makedirs(path)
+        # rebuilt whole whenever made, never reopened: its RocksDB stores keep no WAL
+        with open(os.path.join(path, REBUILT_MARKER), "w"):
+            pass
     except OSError as e:
         raise StreamsException(f"Cannot create the store directory {path}: {e}") from e
     return path

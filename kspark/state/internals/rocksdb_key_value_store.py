@@ -20,7 +20,8 @@ which disables RocksDB's write-ahead log because its changelog topic is the dura
 WAL is on in a state directory: a runner reopens the same directory after a restart without
 restoring it from a changelog, so ``flush`` (every commit) syncs the WAL instead of writing the
 memtables out to a new SST file each time (Kafka's ``flush``), which RocksDB does by itself when
-a buffer fills. A temporary directory, never reopened, skips the WAL (it halves put speed).
+a buffer fills. A temporary directory, never reopened, skips the WAL (it halves put speed), as does
+a runner's scratch directory, whose stores are rebuilt whole whenever made (:data:`REBUILT_MARKER`).
 
 Iterators read a consistent snapshot, as Kafka's RocksDB iterators do: a RocksDB iterator pins
 the state at its creation, so writes made while iterating (even to keys not yet reached) are not
@@ -152,6 +153,20 @@ class RocksDBKeyValueIterator(PeekingKeyValueIterator[bytes, bytes]):
         self._on_close(self)
 
 
+REBUILT_MARKER = ".kspark-rebuilt"
+"""A file in a state directory that is never reopened: its stores are filled anew whenever their
+task is built (a runner's scratch directories: interactive-query and global-store replicas, a
+native stage's task). Their RocksDB stores skip the WAL, as a temporary directory's do: nothing
+ever replays it, and each write would pay a ``write()`` to the log (the WAL halves put speed)
+while the writer holds the interpreter lock."""
+
+
+def needs_wal(state_dir: str, temp_dir: str | None) -> bool:
+    """Whether a RocksDB store in ``state_dir`` keeps a WAL: only where it may be reopened (not a
+    temporary directory, nor one marked with :data:`REBUILT_MARKER`)."""
+    return temp_dir is None and not os.path.exists(os.path.join(state_dir, REBUILT_MARKER))
+
+
 def tuned_options(db_name: str, context: ProcessorContext) -> tuple[Options, Callable[[], None] | None]:
     """The options of database ``db_name`` (a store's, or a segment's): :func:`_options` as the
     application's ``rocksdb.config.setter`` changed them, and the setter's ``close`` for when the
@@ -195,6 +210,7 @@ class RocksDBKeyValueStore(StateStore):
         self._db: Rdict | None = None
         self._path: str | None = None
         self._temp_dir: str | None = None
+        self._wal = False
         self._context: ProcessorContext | None = None
         self._iterators: weakref.WeakSet[RocksDBKeyValueIterator] = weakref.WeakSet()
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -232,8 +248,9 @@ class RocksDBKeyValueStore(StateStore):
         try:
             os.makedirs(path, exist_ok=True)
             db = Rdict(path, options)
-            if temp_dir is not None:
-                # nothing reopens a temporary directory: a WAL there would only halve put speed
+            wal = needs_wal(state_dir, temp_dir)
+            if not wal:
+                # nothing reopens a temporary or rebuilt directory: a WAL would only halve put speed
                 no_wal = WriteOptions()
                 no_wal.disable_wal = True  # type: ignore[assignment]  # a property; the stubs say method
                 db.set_write_options(no_wal)
@@ -248,14 +265,15 @@ class RocksDBKeyValueStore(StateStore):
         self._db = db
         self._path = path
         self._temp_dir = temp_dir
+        self._wal = wal
         self._context = context
         self._iterators = weakref.WeakSet()
         self._finalizer = weakref.finalize(self, _shut_down, db, self._iterators, temp_dir, close_setter)
 
     def flush(self) -> None:
         db = self._db
-        if db is None or self._temp_dir is not None:
-            # a temporary directory dies with the store: nothing there is worth an fsync
+        if db is None or not self._wal:
+            # a temporary or rebuilt directory dies with the store: nothing there is worth an fsync
             return
         try:
             # the WAL holds every write since the memtables were last written out: syncing it

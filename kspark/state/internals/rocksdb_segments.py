@@ -51,7 +51,7 @@ from kspark.errors import InvalidStateStoreException, ProcessorStateException
 from kspark.key_value import KeyValue
 from kspark.state.api import StateStore
 from kspark.state.internals.iterators import PeekingKeyValueIterator
-from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR, _Cursor, tuned_options
+from kspark.state.internals.rocksdb_key_value_store import DB_FILE_DIR, _Cursor, needs_wal, tuned_options
 from kspark.state.internals.segmented_stores import segment_id
 
 if TYPE_CHECKING:
@@ -126,10 +126,11 @@ class KeyValueSegment:
             os.makedirs(path, exist_ok=True)
             db = Rdict(path, options)
             if not wal:
-                # a temporary directory is never reopened: a WAL there would only halve put speed
+                # a temporary or rebuilt directory is never reopened: a WAL would only halve put speed
                 no_wal = WriteOptions()
                 no_wal.disable_wal = True  # type: ignore[assignment]  # a property; the stubs say method
                 db.set_write_options(no_wal)
+            self._wal = wal
         except Exception as e:
             raise ProcessorStateException(
                 f"Error opening segment {name} of store {store_name} of task {task_id} "
@@ -202,7 +203,7 @@ class KeyValueSegment:
 
     def flush(self) -> None:
         db = self._db
-        if db is None:
+        if db is None or not self._wal:  # no WAL: nothing to sync
             return
         try:
             db.flush_wal(True)
@@ -457,7 +458,7 @@ class RocksDBSegmentedBytesStore(StateStore):
         path = os.path.join(state_dir, DB_FILE_DIR, self._name)
         segments = KeyValueSegments(self._name, self.retention_period, self.segment_interval)
         try:
-            segments.open_existing(path, context, temp_dir is None, self._observed_stream_time)
+            segments.open_existing(path, context, needs_wal(state_dir, temp_dir), self._observed_stream_time)
         except BaseException:
             segments.close()
             if temp_dir is not None:
