@@ -157,8 +157,8 @@ REBUILT_MARKER = ".kspark-rebuilt"
 """A file in a state directory that is never reopened: its stores are filled anew whenever their
 task is built (a runner's scratch directories: interactive-query and global-store replicas, a
 native stage's task). Their RocksDB stores skip the WAL, as a temporary directory's do: nothing
-ever replays it, and each write would pay a ``write()`` to the log (the WAL halves put speed)
-while the writer holds the interpreter lock."""
+ever replays it, and each write would pay a ``write()`` to the log (the WAL halves put speed).
+Kafka Streams never writes RocksDB's WAL (its changelog topic is the durable copy)."""
 
 
 def needs_wal(state_dir: str, temp_dir: str | None) -> bool:
