@@ -187,6 +187,8 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         # Spark's cap is per query, over all its partitions: W2 at half its rate.
         "spark.kspark.maxOffsetsPerTrigger": str(max(1, int(rate * TRIGGER_MS / 1000))),
     }
+    if args.processing_nice:
+        config["spark.kspark.processingNice"] = str(args.processing_nice)
     if args.switch_interval_ms:
         sys.setswitchinterval(args.switch_interval_ms / 1000)
     app = KafkaStreams(b.build(), config)
@@ -223,6 +225,9 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
                     errors.append(f"python: {key} -> {value}")
                 time.sleep(1 / args.lookup_rate)
 
+        # The HTTP endpoint's serving process (the default) has replicas of its own: its first
+        # read starts them, and it is timed once they hold the keys, as the Python reads are.
+        http_loaded_s = _await_keys(f"http://127.0.0.1:{port}/state/keyvalue/keys/u0000000", keys_topic, last)
         client = _http_client(f"http://127.0.0.1:{port}/state/keyvalue/keys/", args)
 
         reader = threading.Thread(target=python_reader)
@@ -264,6 +269,7 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
             "w2_processed_rec_s": round(w2_processed / elapsed),
             "gc_pauses_ms": pauses.summary(),
             "initial_load_s": round(loaded_s, 1),
+            "initial_load_http_s": round(http_loaded_s, 1),
             "python_ms": _percentiles(python_ms),
             "http_ms": http["summary"] if "summary" in http else _percentiles(http["ms"]),
             "http_client": args.http_client,
@@ -298,6 +304,21 @@ def _http_client(url_prefix: str, args: argparse.Namespace) -> subprocess.Popen[
         text=True,
         cwd=Path(__file__).resolve().parents[1],
     )
+
+
+def _await_keys(url: str, topic: str, last: dict[int, int]) -> float:
+    """Read ``url`` with a position bound at the keys' last offsets (waiting as long as the load
+    takes); the seconds it took."""
+    import httpx
+
+    started = time.monotonic()
+    bound = json.dumps({topic: {str(p): o for p, o in last.items()}})
+    while True:  # each read waits at most 300 s (the endpoint's limit), then answers 409
+        r = httpx.get(url, params={"position": bound, "timeout_ms": 300_000}, timeout=330)
+        if r.status_code == 200:
+            return time.monotonic() - started
+        if r.status_code != 409 or time.monotonic() - started > 1800:
+            raise RuntimeError(f"{url} answered {r.status_code}: {r.text}")
 
 
 def _await_answer(url: str, timeout_s: float = 120.0) -> None:
@@ -384,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         default="fastapi",
         help="with --baseline, the HTTP stacks to time over the dict, comma-separated: fastapi, raw, "
         "uvloop (kspark's point-read path), granian (bench/http_baseline.py says what each is)",
+    )
+    ap.add_argument(
+        "--processing-nice",
+        type=int,
+        default=0,
+        help="spark.kspark.processingNice: Spark's JVM and Python workers at this nice value",
     )
     ap.add_argument(
         "--renice",

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from kspark.config import StreamsConfig
 from kspark.errors import InvalidStateStoreException, StreamsException, StreamsNotStartedException
 from kspark.metrics import MetricName
-from kspark.processor.internals.partitioning import default_partition
-from kspark.query import HostInfo, KeyQueryMetadata, StoreQueryParameters, StreamsMetadata, TopicPartition
+from kspark.query import HostInfo, StoreQueryParameters
+from kspark.runtime.discovery import Discovery, DiscoveryCalls
 from kspark.runtime.kafka_clients import check_client_settings
 from kspark.runtime.spark.settings import RunnerSettings
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kspark.runtime.spark.plan import PhysicalPlan
     from kspark.runtime.spark.replica import StoreReplicas
     from kspark.runtime.spark.runner import SparkRunner
+    from kspark.runtime.spark.serving import ServingProcess
 
 __all__ = ["KafkaStreams", "StreamsUncaughtExceptionHandler"]
 
@@ -79,7 +80,7 @@ class StreamsUncaughtExceptionHandler(enum.Enum):
     SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"
 
 
-class KafkaStreams:
+class KafkaStreams(DiscoveryCalls):
     """A Kafka Streams application, executed as Spark Structured Streaming queries."""
 
     State = _State
@@ -108,7 +109,7 @@ class KafkaStreams:
         self._monitor: threading.Thread | None = None
         self._stop_monitor = threading.Event()
         self._metrics_endpoint: MetricsEndpoint | None = None
-        self._query_server: QueryServer | None = None
+        self._query_server: QueryServer | ServingProcess | None = None
 
     # ------------------------------------------------------------------ state
     def state(self) -> _State:
@@ -120,6 +121,8 @@ class KafkaStreams:
             if new not in _VALID[old] and new is not old:
                 raise StreamsException(f"Invalid transition from {old.value} to {new.value}")
             self._state = new
+        if self._query_server is not None and new is not old:
+            self._query_server.on_state(new)
         if self._state_listener is not None and new is not old:
             self._state_listener(new, old)
 
@@ -149,6 +152,9 @@ class KafkaStreams:
                 else create_spark_session(spark_conf)
             )
             self._runner = SparkRunner(self._topology, self._config, spark)
+            server = self._query_server
+            if server is not None:  # a serving process follows the replicas
+                self._runner.on_replicas.append(lambda replicas: server.attach(self, replicas))
         return self._runner
 
     def _ensure_metrics_endpoint(self) -> None:
@@ -163,8 +169,12 @@ class KafkaStreams:
         server = self._config.application_server()
         if server and self._query_server is None:
             from kspark.runtime.query_server import QueryServer
+            from kspark.runtime.spark.serving import ServingProcess
 
-            self._query_server = QueryServer(self, HostInfo.parse(server))
+            own_process = RunnerSettings.of(self._config).query_server_process
+            kind = ServingProcess if own_process else QueryServer
+            self._query_server = kind(self, HostInfo.parse(server))
+            self._query_server.on_state(self._state)
 
     def metrics(self) -> dict[MetricName, float]:
         """Kafka Streams' metrics of the running application, by ``MetricName`` (name, group, tags):
@@ -317,19 +327,7 @@ class KafkaStreams:
         return self._replicas(params.store_name).view(params)
 
     def _validate_is_running_or_rebalancing(self, what: str = "") -> None:
-        """Kafka Streams' check before every query and metadata call: not yet started, or no
-        longer running (closed, failed), is refused rather than answered from stale state.
-        ``what``: what was asked for, to start the message with."""
-        if self._state is _State.CREATED:
-            raise StreamsNotStartedException(
-                f"{what}KafkaStreams has not been started (state CREATED), "
-                "you can retry after calling start()"
-            )
-        if not self._state.is_running_or_rebalancing():
-            # Kafka Streams raises IllegalStateException here; kspark's errors are StreamsExceptions
-            raise InvalidStateStoreException(
-                f"{what}KafkaStreams is not running. State is {self._state.value}."
-            )
+        validate_running(self._state, what)
 
     def _replicas(self, name: str) -> StoreReplicas:
         self._validate_is_running_or_rebalancing(f"Cannot get state store {name}: ")
@@ -344,60 +342,14 @@ class KafkaStreams:
         server = self._config.application_server()
         return HostInfo.parse(server) if server else HostInfo.unavailable()
 
-    def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
-        """Every instance of the application: here, this one (a Spark application is one
-        client; its driver answers for every task), with its queryable stores and input
-        partitions. Empty while it is still starting; refused before ``start()`` and after
-        ``close()``, as in Kafka Streams."""
-        self._validate_is_running_or_rebalancing()
-        if self._runner is None or self._runner.replicas is None:
-            return []
-        replicas = self._runner.replicas
-        plan = self._runner.plan()
-        partitions = [
-            TopicPartition(t, p)
-            for q in plan.queries
-            for t in q.source_topics
-            for p in range((plan.partitions or {}).get(t, 0))
-        ]
-        return [StreamsMetadata.of(self._host(), replicas.homes, partitions)]
-
-    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
-        """The instances that hold ``store_name``: this one, or none for a store it does not have."""
-        return [m for m in self.metadata_for_all_streams_clients() if store_name in m.state_store_names]
-
-    def query_metadata_for_key(
-        self, store_name: str, key: Any, key_serializer: Any
-    ) -> KeyQueryMetadata | None:
-        """Where ``key`` of ``store_name`` lives: the instance and the key's partition, as Kafka
-        Streams computes it -- over the store's source topic with the most partitions, the key
-        serialized for that topic. The third argument is a key serializer (or a serde), or a
-        partitioner ``(topic, key, value, num_partitions) -> int`` (Kafka's
-        ``StreamPartitioner`` overload). ``KeyQueryMetadata.NOT_AVAILABLE`` while the
-        application is still starting; ``None`` for a store the topology does not have; a
-        global store's partition is -1 (it is on every instance)."""
-        self._validate_is_running_or_rebalancing()
-        if key is None:
-            raise ValueError("key can't be null")
-        if key_serializer is None:
-            raise ValueError("keySerializer can't be null")
+    def _discovery(self) -> Discovery | None:
+        """What discovery answers from (None while the application is still starting)."""
         runner = self._runner
         if runner is None or runner.replicas is None:
-            return KeyQueryMetadata.NOT_AVAILABLE
-        if store_name in runner.builder.global_store_names():
-            return KeyQueryMetadata(self._host(), frozenset(), -1)
-        plan = runner.plan()
-        sources = next(
-            (s.source_topics for q in plan.queries for s in q.subtopologies if store_name in s.stores), None
-        )
-        if sources is None:
             return None
-        counts = plan.partitions or {}
-        # Kafka's SourceTopicsInfo: the first source topic with the most partitions
-        topic = max(sources, key=lambda t: counts.get(t, 0))
-        partition = _key_partition(topic, key, key_serializer, counts.get(topic, 0))
-        queryable = store_name in runner.replicas.homes
-        return KeyQueryMetadata(self._host() if queryable else HostInfo.unavailable(), frozenset(), partition)
+        return Discovery.of(
+            self._host(), runner.plan(), runner.replicas.homes, runner.builder.global_store_names()
+        )
 
     def __enter__(self) -> KafkaStreams:
         return self
@@ -416,6 +368,19 @@ _EXACTLY_ONCE_SETTINGS: dict[str, tuple[str, ...]] = {
     "producer.enable.idempotence": ("true",),
     "producer.acks": ("all", "-1"),
 }
+
+
+def validate_running(state: _State, what: str = "") -> None:
+    """Kafka Streams' check before every query and metadata call: not yet started, or no
+    longer running (closed, failed), is refused rather than answered from stale state.
+    ``what``: what was asked for, to start the message with."""
+    if state is _State.CREATED:
+        raise StreamsNotStartedException(
+            f"{what}KafkaStreams has not been started (state CREATED), you can retry after calling start()"
+        )
+    if not state.is_running_or_rebalancing():
+        # Kafka Streams raises IllegalStateException here; kspark's errors are StreamsExceptions
+        raise InvalidStateStoreException(f"{what}KafkaStreams is not running. State is {state.value}.")
 
 
 def _check_guarantee(config: StreamsConfig) -> None:
@@ -441,34 +406,3 @@ def _check_guarantee(config: StreamsConfig) -> None:
                 "producer.transactional.id must not be set: under exactly_once_v2 kspark gives each "
                 "task its own (<application.id>-<sub-topology>_<partition>)"
             )
-
-
-def _key_partition(topic: str, key: Any, how: Any, partitions: int) -> int:
-    """The partition ``key`` has among ``partitions`` of ``topic``: Kafka's default partitioner
-    over the serialized key, or what a partitioner callable returns (one partition)."""
-    if partitions < 1:
-        raise InvalidStateStoreException(f"the number of partitions of {topic} is not known yet")
-    if hasattr(how, "serializer") and not hasattr(how, "serialize"):
-        how = how.serializer()  # a serde
-    if hasattr(how, "serialize"):
-        data = how.serialize(topic, key)
-        if data is None:
-            raise ValueError(f"the key serializer turned key {key!r} into null: it has no partition")
-        return default_partition(data, partitions)
-    if not callable(how):
-        raise TypeError(
-            "query_metadata_for_key needs a key serializer, a serde or a partitioner "
-            f"(topic, key, value, num_partitions) -> int, got {type(how).__name__}"
-        )
-    chosen = how(topic, key, None, partitions)
-    if chosen is not None and not isinstance(chosen, int):
-        chosen = list(dict.fromkeys(chosen))
-        if len(chosen) != 1:
-            raise ValueError(
-                "The partitions returned by the partitioner when used for fetching KeyQueryMetadata for "
-                f"key should be a single partition, got {chosen}"
-            )
-        chosen = chosen[0]
-    if not isinstance(chosen, int) or not 0 <= chosen < partitions:
-        raise ValueError(f"the partitioner returned {chosen!r} for {topic} with {partitions} partitions")
-    return chosen

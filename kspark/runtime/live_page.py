@@ -46,8 +46,9 @@ from kspark.state.queryable import QueryableStoreTypes
 
 if TYPE_CHECKING:
     from kspark.kafka_streams import KafkaStreams
+    from kspark.runtime.spark.replica import StoreReplicas
 
-__all__ = ["LivePage", "SAMPLE_INTERVAL_S", "HISTORY_S", "ERRORS_KEPT"]
+__all__ = ["LivePage", "SAMPLE_INTERVAL_S", "HISTORY_S", "ERRORS_KEPT", "store_kinds"]
 
 _log = logging.getLogger(__name__)
 
@@ -204,24 +205,8 @@ class LivePage:
         return self._svg
 
     def stores(self) -> list[dict[str, Any]]:
-        """The stores the page can browse: name and kind; those that cannot be read, with why."""
         runner = self._app._runner
-        replicas = runner.replicas if runner is not None else None
-        if replicas is None:
-            raise InvalidStateStoreException("the application is still starting: no store can be read yet")
-        out: list[dict[str, Any]] = []
-        replicas.start()
-        for name in sorted(replicas.homes):
-            store = replicas.stores(name)[0]
-            if QueryableStoreTypes.key_value_store().accepts(store):
-                kind = "keyvalue"
-            elif QueryableStoreTypes.session_store().accepts(store):
-                kind = "session"
-            else:
-                kind = "window"
-            out.append({"name": name, "kind": kind})
-        out.extend({"name": n, "kind": None, "refused": why} for n, why in sorted(replicas.refused.items()))
-        return out
+        return store_kinds(runner.replicas if runner is not None else None)
 
     # ------------------------------------------------------------ routes
     def install(self, app: FastAPI, answer: Callable[[Callable[[], Any]], Response]) -> None:
@@ -244,3 +229,23 @@ class LivePage:
         @app.get("/live/stores", include_in_schema=False)
         def live_stores() -> Response:
             return answer(self.stores)
+
+
+def store_kinds(replicas: StoreReplicas | None) -> list[dict[str, Any]]:
+    """The stores the page can browse: name and kind; those that cannot be read, with why
+    (``/live/stores``; None: the application is still starting)."""
+    if replicas is None:
+        raise InvalidStateStoreException("the application is still starting: no store can be read yet")
+    out: list[dict[str, Any]] = []
+    replicas.start()
+    for name in sorted(replicas.homes):
+        store = replicas.stores(name)[0]
+        if QueryableStoreTypes.key_value_store().accepts(store):
+            kind = "keyvalue"
+        elif QueryableStoreTypes.session_store().accepts(store):
+            kind = "session"
+        else:
+            kind = "window"
+        out.append({"name": name, "kind": kind})
+    out.extend({"name": n, "kind": None, "refused": why} for n, why in sorted(replicas.refused.items()))
+    return out

@@ -57,11 +57,14 @@ Spark, with the reason). Secrets of the configuration never appear in a
 response; an unexpected failure answers 500 with the exception's type only
 (its details go to the log).
 
-FastAPI on uvicorn (uvloop and httptools), in a thread of the application
-process with its own event loop. A plain point read (no query string) that
-needs no wait is answered before FastAPI (:class:`PointReads`), on the event
-loop. The other endpoints are plain functions: FastAPI runs them in a thread
-pool, because a store read takes the replica's lock and may wait for a
+FastAPI on uvicorn (uvloop and httptools), with its own event loop: in the
+serving process of the application by default (kspark/runtime/spark/serving.py,
+which runs :func:`create_app` over replicas of its own), in a thread of the
+application process (:class:`QueryServer`) with
+``spark.kspark.queryServerProcess=false``. A plain point read (no query string)
+that needs no wait is answered before FastAPI (:class:`PointReads`), on the
+event loop. The other endpoints are plain functions: FastAPI runs them in a
+thread pool, because a store read takes the replica's lock and may wait for a
 position, and the event loop must keep serving meanwhile. Answers are encoded
 with orjson and returned as they are (no response-model validation on the hot
 path); the models below only describe them in the OpenAPI document.
@@ -118,7 +121,19 @@ if TYPE_CHECKING:
     from kspark.kafka_streams import KafkaStreams
     from kspark.runtime.spark.replica import StoreReplicas
 
-__all__ = ["PointReads", "QueryServer", "Queries", "create_app", "outcome", "scrubber", "status_of"]
+__all__ = [
+    "PointReads",
+    "QueryServer",
+    "Queries",
+    "create_app",
+    "listen",
+    "outcome",
+    "scrubber",
+    "secrets_of",
+    "status_of",
+    "url_host",
+    "uvicorn_server",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -373,7 +388,7 @@ def status_of(e: BaseException) -> int:
     return 500
 
 
-def _secrets_of(settings: Mapping[str, Any]) -> list[str]:
+def secrets_of(settings: Mapping[str, Any]) -> list[str]:
     """The secret values of a configuration, longest first, the quoted options of JAAS
     configurations (their passwords) and the passwords of ``user:password`` settings, so that no
     answer can carry them."""
@@ -582,8 +597,8 @@ def create_app(queries: Queries, secrets: Iterable[str] = (), live: LivePage | N
     app = FastAPI(
         title="kspark interactive queries",
         description=(
-            "The stores of a running kspark application (Kafka Streams on Spark), read from its "
-            "driver's replicas. Every state answer reflects one committed micro-batch and says "
+            "The stores of a running kspark application (Kafka Streams on Spark), read from "
+            "replicas fed by its changelogs. Every state answer reflects one committed micro-batch and says "
             "which: `position`, per input topic and partition the offset of the last record included."
         ),
         version="1",
@@ -702,31 +717,14 @@ class QueryServer:
     used fails ``KafkaStreams.start()`` with a clear error instead of a log line."""
 
     def __init__(self, app: KafkaStreams, host: HostInfo, *, startup_timeout_s: float = 30.0) -> None:
-        import uvicorn
-
         self.host = host
-        self._socket = _listen(host)
+        self._socket = listen(host)
         self.port = int(self._socket.getsockname()[1])
-        secrets = _secrets_of(app._config.originals())
+        secrets = secrets_of(app._config.originals())
         scrub = scrubber(secrets)
         self.live = LivePage(app, scrub)
         queries = Queries(app)
-        config = uvicorn.Config(
-            PointReads(create_app(queries, secrets, self.live), queries, scrub),
-            # uvloop and httptools (C): fewer steps per request than asyncio's and h11's Python,
-            # each a wait for the interpreter lock under load. A loop of its own, in this
-            # thread (uvicorn's loop factory): no global event loop policy is set.
-            loop="uvloop",
-            http="httptools",
-            lifespan="off",
-            ws="none",
-            log_config=None,  # leave the application's logging as it is
-            access_log=False,
-            server_header=False,
-            # Reads that wait are woken by close() (the replica raises); nothing waits longer.
-            timeout_graceful_shutdown=5,
-        )
-        self._server = uvicorn.Server(config)
+        self._server = uvicorn_server(PointReads(create_app(queries, secrets, self.live), queries, scrub))
         self._thread = threading.Thread(
             target=self._server.run,
             kwargs={"sockets": [self._socket]},
@@ -740,12 +738,18 @@ class QueryServer:
                 self.close()
                 raise StreamsException(f"the interactive-query endpoint on {host} did not start")
             time.sleep(0.01)
-        _log.info("interactive queries over HTTP on http://%s:%d", _url_host(host.host), self.port)
+        _log.info("interactive queries over HTTP on http://%s:%d", url_host(host.host), self.port)
 
     @property
     def url(self) -> str:
         """``http://host:port`` of the endpoint (the bound port, for a port 0)."""
-        return f"http://{_url_host(self.host.host)}:{self.port}"
+        return f"http://{url_host(self.host.host)}:{self.port}"
+
+    def on_state(self, _state: Any) -> None:
+        """The application's state changed: nothing to do, this server asks the application."""
+
+    def attach(self, _app: KafkaStreams, _replicas: StoreReplicas) -> None:
+        """The application's replicas were made: nothing to do, this server asks the application."""
 
     def close(self) -> None:
         self.live.close()
@@ -755,11 +759,35 @@ class QueryServer:
         self._socket.close()
 
 
-def _url_host(host: str) -> str:
+def url_host(host: str) -> str:
+    """``host`` as a URL holds it (an IPv6 address in brackets)."""
     return f"[{host}]" if ":" in host else host
 
 
-def _listen(host: HostInfo) -> socket.socket:
+def uvicorn_server(app: Any) -> Any:
+    """uvicorn serving ``app`` as the interactive-query endpoint is served (``run(sockets=...)``)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        # uvloop and httptools (C): fewer steps per request than asyncio's and h11's Python,
+        # each a wait for the interpreter lock under load. A loop of its own, in the thread that
+        # runs the server (uvicorn's loop factory): no global event loop policy is set.
+        loop="uvloop",
+        http="httptools",
+        lifespan="off",
+        ws="none",
+        log_config=None,  # leave the application's logging as it is
+        access_log=False,
+        server_header=False,
+        # Reads that wait are woken by close() (the replica raises); nothing waits longer.
+        timeout_graceful_shutdown=5,
+    )
+    return uvicorn.Server(config)
+
+
+def listen(host: HostInfo) -> socket.socket:
+    """A listening socket on ``host``; a host or port that cannot be used is a StreamsException."""
     try:
         infos = socket.getaddrinfo(host.host, host.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, _, _, _, address = infos[0]

@@ -204,18 +204,18 @@ class StoreReplicas:
         refused: Mapping[str, str],
         build_task: Callable[[int, int], StreamTask],
         consumer_config: Mapping[str, Any],
-        lister: OffsetLister,
+        lister: OffsetLister | None,
         committed_file: str | None = None,
     ) -> None:
         self.homes = dict(homes)
-        self._lister = lister  # changelog ends after each batch (after_batch)
+        self._lister = lister  # changelog ends after each batch (after_batch; None: fed committed())
         self._ends: dict[tuple[str, int], dict[TP, int]] = {}  # (query, batch id) -> ends, until committed
         # Each query's last committed batch survives a restart here, so a restarted application's
         # stores are queryable before (or without) a new batch.
         self._committed_file = committed_file
         self.refused = dict(refused)
         self._build_task = build_task
-        self._consumer_config = dict(consumer_config)
+        self.consumer_config = dict(consumer_config)
         self._lock = threading.RLock()  # reads and the apply of a batch
         self._changed = threading.Condition(self._lock)
         self._latest: dict[str, CommittedBatch] = {}  # per query, the last batch Spark committed
@@ -230,6 +230,7 @@ class StoreReplicas:
         self._applied_records = 0
         self._freeze_at = FREEZE_FIRST  # see _freeze_long_lived
         self._seen_at: dict[str, float] = {}
+        self._followers: list[Callable[[CommittedBatch], None]] = []
         self._latest.update(_load_committed(committed_file, {h.query for h in self.homes.values()}))
 
     # ------------------------------------------------------------ feeding
@@ -240,11 +241,12 @@ class StoreReplicas:
         partitions = [
             (h.changelog, p) for h in self.homes.values() if h.query == query for p in range(h.tasks)
         ]
-        if not partitions:
+        lister = self._lister
+        if not partitions or lister is None:
             return None
 
         def record(batch_id: int) -> None:
-            self._ends[(query, batch_id)] = self._lister.offsets(partitions, latest=True)
+            self._ends[(query, batch_id)] = lister.offsets(partitions, latest=True)
 
         return record
 
@@ -265,6 +267,15 @@ class StoreReplicas:
                 self._pending[batch.query] = batch
                 self._seen_at.setdefault(batch.query, time.monotonic())
             self._changed.notify_all()
+            for follower in self._followers:
+                follower(batch)
+
+    def follow(self, follower: Callable[[CommittedBatch], None]) -> list[CommittedBatch]:
+        """Hand ``follower`` every batch committed from now on (in the committing thread: it must
+        not block); returns each query's last committed batch so far, none missed in between."""
+        with self._changed:
+            self._followers.append(follower)
+            return list(self._latest.values())
 
     def await_committed(self, done: Mapping[str, int], timeout_s: float) -> None:
         """Wait until the batches ``done`` (query -> last batch id run) of queries with stores
@@ -326,7 +337,7 @@ class StoreReplicas:
         }
         consumer = Consumer(
             {
-                **self._consumer_config,
+                **self.consumer_config,
                 # Assigned, never subscribed: no group membership, nothing committed.
                 "group.id": "kspark-store-replicas",
                 "enable.auto.commit": False,
@@ -459,6 +470,9 @@ class StoreReplicas:
                 for i in range(0, len(records), APPLY_CHUNK):
                     with self._changed:
                         restore(records[i : i + APPLY_CHUNK])
+                    # Lets a read waiting for the lock (read_now) take it before the next chunk:
+                    # else this thread, holding the interpreter lock, would take it back first.
+                    time.sleep(0)
         finally:
             with self._changed:
                 self._applying = False
@@ -573,8 +587,10 @@ class StoreReplicas:
         """``query(view)`` of a point read and the position it saw, if that needs no wait: the
         lock is free, the store shows a committed batch and no bound is asked for. None
         otherwise (the caller reads with :meth:`read`). For the HTTP endpoint's event loop,
-        which must never wait: a point read itself takes microseconds."""
-        if not self._lock.acquire(blocking=False):
+        which must not wait long: a point read itself takes microseconds, and it waits for the
+        lock at most :data:`POINT_READ_WAIT_S` (the end of a chunk of a batch being applied),
+        rather than hop to a thread pool and back, a wait for the interpreter lock each way."""
+        if not self._lock.acquire(timeout=POINT_READ_WAIT_S):
             return None
         try:
             home = self._home(name)
@@ -648,6 +664,10 @@ def _freeze_long_lived() -> None:
 APPLY_CHUNK = 2_000
 """Changelog records applied per hold of the replica's lock (a point read waits at most that long;
 250 made no difference to the HTTP endpoint's p99 under load: bench/results/iq-reads-b7cc895-*)."""
+
+POINT_READ_WAIT_S = 0.005
+"""How long :meth:`StoreReplicas.read_now` waits for the lock, which a batch being applied holds
+one chunk (:data:`APPLY_CHUNK` records) at a time."""
 
 _POINT_READS = frozenset({"get"})
 """View methods that read one key: they may run between two chunks of a batch being applied."""

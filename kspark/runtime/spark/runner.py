@@ -31,7 +31,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kspark.config import StreamsConfig
@@ -86,7 +86,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-    from kspark.processor.internals.task import StreamTask
     from kspark.processor.topology import Topology
 
 __all__ = [
@@ -190,8 +189,9 @@ class SparkRunner:
         self.progress = ProgressListener(
             lambda name: name in self._batch_functions, self._records_of, window_s
         )
-        # Interactive queries (replica.py): made once the plan is known, started on first use.
+        # Interactive queries (replica.py): made with the plan (then on_replicas called), used on demand.
         self.replicas: StoreReplicas | None = None
+        self.on_replicas: list[Callable[[StoreReplicas], None]] = []
         self.progress.on_commit = self._on_commit
 
     # ------------------------------------------------------------------ metrics
@@ -302,7 +302,7 @@ class SparkRunner:
             self.replicas = StoreReplicas(
                 homes,
                 refused,
-                self._replica_task,
+                lambda subtopology, partition: self.replica_spec(subtopology).build_task(partition),
                 librdkafka_client(self.config.originals(), "consumer"),
                 OffsetLister(
                     ",".join(self.config.bootstrap_servers()),
@@ -311,6 +311,8 @@ class SparkRunner:
                 # Beside the checkpoints, not among them (_check_checkpoints); cleanup() deletes it.
                 os.path.join(self.config.state_dir(), self.config.application_id(), "store-replicas.json"),
             )
+            for hook in self.on_replicas:
+                hook(self.replicas)
         return plan
 
     def _check_checkpoints(self, plan: PhysicalPlan) -> None:
@@ -556,12 +558,11 @@ class SparkRunner:
         if self.replicas is not None:
             self.replicas.on_progress(query, batch_id, ends)
 
-    def _replica_task(self, subtopology: int, partition: int) -> StreamTask:
-        """A task whose stores a replica fills: never run, and without record caches (a cache
-        would keep what a read pulled through it, and miss the restores below it)."""
+    def replica_spec(self, subtopology: int) -> TopologySpec:
+        """What builds the tasks whose stores a replica fills: never run, and without record caches
+        (a cache would keep what a read pulled through it, and miss the restores below it)."""
         spec = self._spec(subtopology, False, False)
-        uncached = dataclasses.replace(spec, config={**spec.config, "statestore.cache.max.bytes": 0})
-        return uncached.build_task(partition)
+        return dataclasses.replace(spec, config={**spec.config, "statestore.cache.max.bytes": 0})
 
     def await_replicas(self, timeout_s: float = 30.0) -> None:
         """Wait until Spark's progress of every batch run so far reached the replicas (its events

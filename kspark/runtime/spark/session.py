@@ -13,12 +13,14 @@ import hashlib
 import logging
 import os
 import shlex
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kspark.jvm.jars import kspark_home
 from kspark.runtime.spark.class_data import ArchivePlan, archive_plan, drop, keep_archive_at_exit
@@ -28,7 +30,7 @@ from kspark.runtime.spark.jars import (
     connector_package,
     connector_version,
 )
-from kspark.runtime.spark.settings import CLASS_DATA_SHARING, RunnerSettings
+from kspark.runtime.spark.settings import CLASS_DATA_SHARING, PROCESSING_NICE, RunnerSettings
 from kspark.runtime.spark.worker_daemon import DAEMON_MODULE
 
 if TYPE_CHECKING:
@@ -195,8 +197,12 @@ def create_spark_session(
     existing = SparkSession.getActiveSession()
     launches_jvm = SparkContext._gateway is None
     started = time.monotonic()
+    nice = RunnerSettings.of(conf or {}).processing_nice
+    if nice is not None and not (launches_jvm and settings["spark.master"].startswith("local")):
+        _log.warning("%s is ignored: kspark starts no local Spark JVM here", PROCESSING_NICE)
+        nice = None
     try:
-        spark = _get_or_create(settings)
+        spark = _get_or_create(settings, nice)
     except Exception as e:
         # A JVM that cannot map the archive must not stop the application; any other failure
         # (a JVM that started, or one started without an archive) is the caller's.
@@ -204,7 +210,7 @@ def create_spark_session(
             raise
         drop(archive, e)
         settings, archive = _settings_and_archive({**(conf or {}), CLASS_DATA_SHARING: "false"}, log_level)
-        spark = _get_or_create(settings)
+        spark = _get_or_create(settings, nice)
     if archive is not None and launches_jvm:
         keep_archive_at_exit(archive, getattr(SparkContext._gateway, "proc", None))
     if existing is None:
@@ -265,13 +271,50 @@ def spark_settings(conf: Mapping[str, str] | None = None, *, log_level: str = "W
     return _settings_and_archive(conf, log_level)[0]
 
 
-def _get_or_create(settings: Mapping[str, str]) -> SparkSession:
+def _get_or_create(settings: Mapping[str, str], nice: int | None = None) -> SparkSession:
+    """The session of ``settings``; with ``nice`` (spark.kspark.processingNice), the JVM it
+    launches runs at that nice value.
+
+    Linux keeps a nice value per thread and a process starts with its parent thread's, so the
+    JVM is launched from a thread of its own that first lowers its own priority: the JVM's
+    threads, and the Python workers they start, inherit it; this process keeps its own (nothing
+    can raise a priority back without privileges). PySpark installs its Ctrl-C handler (cancel
+    every job) only from the main thread, so it is installed here afterwards."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    if nice is None:
+        return builder.getOrCreate()
+    if not sys.platform.startswith("linux"):
+        _log.warning("%s is ignored: a priority per thread is Linux's", PROCESSING_NICE)
+        return builder.getOrCreate()
+    made: list[SparkSession] = []
+    failed: list[BaseException] = []
+
+    def launch() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # this thread only
+            made.append(builder.getOrCreate())
+        except BaseException as e:  # the caller's to raise, in its own thread
+            failed.append(e)
+
+    launcher = threading.Thread(target=launch, name="kspark-spark-launch")
+    launcher.start()
+    launcher.join()
+    if failed:
+        raise failed[0]
+    spark = made[0]
+    if threading.current_thread() is threading.main_thread():
+        context = spark.sparkContext
+
+        def cancel(_signal: int, _frame: Any) -> None:
+            context.cancelAllJobs()
+            raise KeyboardInterrupt()
+
+        signal.signal(signal.SIGINT, cancel)
+    return spark
 
 
 def _settings_and_archive(

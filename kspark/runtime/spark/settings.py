@@ -42,6 +42,8 @@ DIRECT_READ = "spark.kspark.directRead"
 SPILL_ROWS = "spark.kspark.spillRows"
 PROMETHEUS_PORT = "spark.kspark.prometheusPort"
 CLASS_DATA_SHARING = "spark.kspark.classDataSharing"
+QUERY_SERVER_PROCESS = "spark.kspark.queryServerProcess"
+PROCESSING_NICE = "spark.kspark.processingNice"
 
 DEFAULT_SPILL_ROWS = 1_000_000
 """Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
@@ -51,6 +53,13 @@ def _positive_int(key: str, value: Any) -> int:
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
         raise ConfigException(f"{key} must be a positive integer, got {value!r}")
+    return int(text)
+
+
+def _nice(key: str, value: Any) -> int:
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= 19:
+        raise ConfigException(f"{key} must be a nice value from 1 to 19, got {value!r}")
     return int(text)
 
 
@@ -70,12 +79,14 @@ class Setting:
 
     key: str
     field: str
-    type: str  # "positive integer" | "boolean"
+    type: str  # "positive integer" | "boolean" | "nice value"
     default: Any
     doc: str
 
     def parse(self, value: Any) -> Any:
-        parse: Callable[[str, Any], Any] = _positive_int if self.type == "positive integer" else _boolean
+        parse: Callable[[str, Any], Any] = {"positive integer": _positive_int, "nice value": _nice}.get(
+            self.type, _boolean
+        )
         return parse(self.key, value)
 
 
@@ -135,6 +146,26 @@ SETTINGS: tuple[Setting, ...] = (
         "at the exit of the first run that lacks it (a start 2-4 s sooner). false starts "
         "without one. Read when kspark creates the session.",
     ),
+    Setting(
+        QUERY_SERVER_PROCESS,
+        "query_server_process",
+        "boolean",
+        True,
+        "Serve application.server from a process of its own, with read replicas of its own fed "
+        "the same committed micro-batches, so that HTTP reads do not wait for the application "
+        "process's interpreter lock (docs/interactive-queries.md). false serves it from a thread "
+        "of the application process, from the replicas KafkaStreams.store() reads.",
+    ),
+    Setting(
+        PROCESSING_NICE,
+        "processing_nice",
+        "nice value",
+        None,
+        "With a local master, on Linux: start Spark's JVM (which runs every task) and so its "
+        "Python workers at this nice value (1-19), below the application process and the HTTP "
+        "endpoint's serving process, which then get a core first when the tasks fill them. Unset: "
+        "the JVM runs at the application's own. Read when kspark creates the session.",
+    ),
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
@@ -150,6 +181,8 @@ class RunnerSettings:
     spill_rows: int = DEFAULT_SPILL_ROWS
     prometheus_port: int | None = None
     class_data_sharing: bool = True
+    query_server_process: bool = True
+    processing_nice: int | None = None
 
     @staticmethod
     def of(config: Mapping[str, Any]) -> RunnerSettings:

@@ -228,6 +228,9 @@ def test_an_unknown_setting_is_refused_naming_the_closest_known_one() -> None:
         ("spark.kspark.spillRows", 2.5, "must be a positive integer, got 2.5"),
         ("spark.kspark.directRead", "yes", "must be true or false, got 'yes'"),
         ("spark.kspark.nativeLowering", 1, "must be true or false, got 1"),
+        ("spark.kspark.processingNice", 20, "must be a nice value from 1 to 19, got 20"),
+        ("spark.kspark.processingNice", "-5", "must be a nice value from 1 to 19, got '-5'"),
+        ("spark.kspark.queryServerProcess", "no", "must be true or false, got 'no'"),
     ],
 )
 def test_a_value_of_the_wrong_type_names_the_key_and_the_value(key: str, value: Any, message: str) -> None:
@@ -242,6 +245,7 @@ def test_settings_parse_their_types_and_report_what_differs_from_the_defaults() 
         _config(**{"spark.kspark.maxOffsetsPerTrigger": "500", "spark.kspark.directRead": "FALSE"})
     )
     assert settings == RunnerSettings(max_offsets_per_trigger=500, direct_read=False)
+    assert RunnerSettings.of(_config(**{"spark.kspark.processingNice": " 10"})).processing_nice == 10
     assert settings.given() == {"spark.kspark.maxOffsetsPerTrigger": 500, "spark.kspark.directRead": False}
     # every setting is a field, and every field a setting
     assert {s.field for s in SETTINGS} == set(RunnerSettings.__dataclass_fields__)

@@ -208,7 +208,12 @@ def test_plain_point_reads_are_answered_before_the_framework_and_the_rest_passes
     assert queries.asked[-1] == ("counts", "busy")
 
 
-def test_an_application_that_is_not_running_answers_409_and_hides_its_secrets(tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_process", [True, False], ids=["thread", "serving-process"])
+def test_an_application_that_is_not_running_answers_409_and_hides_its_secrets(
+    tmp_path: Path, in_process: bool
+) -> None:
+    from kspark.runtime.spark.serving import ServingProcess
+
     secret = "s3cr3t-pa55word"
     b = StreamsBuilder()
     b.stream("in", Consumed.with_(S, S)).group_by_key().count(Materialized.as_("counts"))
@@ -222,9 +227,12 @@ def test_an_application_that_is_not_running_answers_409_and_hides_its_secrets(tm
         f'username="u" password="{secret}";',
     }
     app = KafkaStreams(b.build(), config)
-    server = QueryServer(app, HostInfo("127.0.0.1", 0))
-    # asyncio sets TCP_NODELAY on a TCP socket's connections only: else ~40 ms per answer
-    assert server._socket.proto == socket.IPPROTO_TCP
+    kind = QueryServer if in_process else ServingProcess
+    server = kind(app, HostInfo("127.0.0.1", 0))
+    server.on_state(app.state())
+    if isinstance(server, QueryServer):
+        # asyncio sets TCP_NODELAY on a TCP socket's connections only: else ~40 ms per answer
+        assert server._socket.proto == socket.IPPROTO_TCP
     try:
         with httpx.Client(base_url=server.url, timeout=10) as http:
             r = http.get("/instances")  # refused before start(), as Kafka Streams' metadata calls
@@ -245,7 +253,7 @@ def test_an_application_that_is_not_running_answers_409_and_hides_its_secrets(tm
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(StreamsException, match=f"application.server=127.0.0.1:{port}: cannot listen"):
-            QueryServer(app, HostInfo("127.0.0.1", port))
+            kind(app, HostInfo("127.0.0.1", port))
 
 
 # ---------------------------------------------------------------- integration: an app on Spark

@@ -146,3 +146,39 @@ def test_local_checkpoints_are_written_through_the_file_system_api(spark: SparkS
             spark.conf.unset(key)
         else:
             spark.conf.set(key, before)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
+def test_processing_nice_starts_the_jvm_and_its_workers_below_the_application() -> None:
+    # Needs a JVM of its own, hence a subprocess. Every thread of the JVM and of the Python
+    # workers it starts runs at the nice value; the application process keeps its own.
+    code = textwrap.dedent(
+        """
+        import os
+        from kspark.runtime.spark.session import create_spark_session
+        spark = create_spark_session({"spark.master": "local[1]", "spark.kspark.processingNice": "7"})
+        jvm = spark.sparkContext._gateway.proc.pid
+        def nices(pid):
+            found = set()
+            for t in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    found.add(os.getpriority(os.PRIO_PROCESS, int(t)))
+                except ProcessLookupError:  # the thread ended meanwhile
+                    pass
+            return found
+        rdd = spark.sparkContext.parallelize(range(2), 2)
+        workers = rdd.map(lambda _: __import__("os").getpid()).collect()
+        print("JVM", sorted(nices(jvm)))
+        print("WORKERS", sorted(set().union(*(nices(p) for p in set(workers)))))
+        print("APP", os.getpriority(os.PRIO_PROCESS, 0))
+        spark.stop()
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "JVM [7]" in proc.stdout and "WORKERS [7]" in proc.stdout, proc.stdout
+    assert "APP 0" in proc.stdout, proc.stdout

@@ -1,0 +1,394 @@
+"""The HTTP endpoint of interactive queries served by a process of its own.
+
+Why: in the application's process (the Spark driver) every step of an HTTP read waits for the
+interpreter lock, which Spark's driver threads (py4j, the listener, the replicas) take in turns;
+with W2 filling this machine's two cores that made a point read's p99 10-17 ms where the same
+server over a dict in a process of its own answered at 2.5-5 ms (docs/interactive-queries.md).
+So by default (``spark.kspark.queryServerProcess``) ``application.server`` is served by a child
+process that keeps read replicas of its own, fed exactly as the driver's are:
+
+- the driver binds ``application.server`` (a port that cannot be used fails ``start()``), starts
+  the child with the listening socket, and closes its own copy once the child is up;
+- once the plan is known, the driver sends the child the stores (what builds each task's stores,
+  as the driver's replica builds them), the changelog consumer's settings and the discovery
+  answers (fixed for the run, kspark/runtime/discovery.py); from then on every committed batch
+  the driver's replicas are handed (``StoreReplicas.follow``) and every state change of the
+  application. The child's replicas read the changelogs up to each committed batch's ends, so
+  its answers have the same guarantee: one committed micro-batch, never part of one;
+- the child answers the state and discovery resources itself (the same :class:`Queries` and
+  :func:`create_app` as the in-process server) and passes the live page's (its metrics and
+  picture are the driver's) to the driver's own server, on loopback;
+- the child ends when the driver closes it, or when the driver's end of its pipe closes (the
+  driver died); a child that ends otherwise is started again, on the same port.
+
+The messages to the child are pickled frames on its standard input (cloudpickle: the stores'
+builders hold the topology's functions, as the specs shipped to Spark's workers do).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+from kspark.errors import InvalidStateStoreException, StreamsException
+from kspark.query import HostInfo
+from kspark.runtime.discovery import Discovery, DiscoveryCalls
+from kspark.runtime.query_server import (
+    PointReads,
+    Queries,
+    QueryServer,
+    create_app,
+    listen,
+    scrubber,
+    secrets_of,
+    url_host,
+    uvicorn_server,
+)
+
+if TYPE_CHECKING:
+    from kspark.kafka_streams import KafkaStreams
+    from kspark.runtime.spark.replica import CommittedBatch, StoreReplicas
+
+__all__ = ["ServingProcess", "SWITCH_INTERVAL_S", "RESTARTS"]
+
+_log = logging.getLogger(__name__)
+
+# The child's threads (the event loop, the replica applying a batch, reads that wait) switch the
+# interpreter lock every 0.5 ms instead of 5: a point read waits at most that long for the loop.
+SWITCH_INTERVAL_S = 0.0005
+RESTARTS = 5  # a child that ends unasked is started again, this many times per run
+_LIVE_PATHS = ("/", "/live/topology.svg", "/live/metrics")  # answered by the driver's server
+_READY = b"ready\n"
+
+
+class ServingProcess:
+    """``application.server`` served by a child process (module docstring); the driver's own
+    :class:`QueryServer` answers its live page on loopback."""
+
+    def __init__(self, app: KafkaStreams, host: HostInfo, *, startup_timeout_s: float = 60.0) -> None:
+        self.host = host
+        self._startup_timeout_s = startup_timeout_s
+        self._lock = threading.Lock()  # one writer of the pipe; the frames a restarted child needs
+        self._closing = False
+        self._restarts = 0
+        self._state: bytes | None = None
+        self._plan: bytes | None = None
+        self._latest: dict[str, bytes] = {}  # per query, the last committed batch sent
+        sock = listen(host)
+        self.port = int(sock.getsockname()[1])
+        self._inner = QueryServer(app, HostInfo("127.0.0.1", 0))
+        self._setup = _frame(
+            (
+                "setup",
+                {
+                    "path": list(sys.path),
+                    "secrets": secrets_of(app._config.originals()),
+                    "inner": self._inner.url,
+                    "host": host,
+                },
+            )
+        )
+        try:
+            self._child = self._spawn(sock)
+        except BaseException:
+            self._inner.close()
+            raise
+        finally:
+            sock.close()  # the child's copy listens; a dead child's port refuses at once
+        self._watcher = threading.Thread(target=self._watch, name="kspark-serving-watch", daemon=True)
+        self._watcher.start()
+        _log.info("interactive queries over HTTP on %s (process %d)", self.url, self._child.pid)
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the endpoint (the bound port, for a port 0)."""
+        return f"http://{url_host(self.host.host)}:{self.port}"
+
+    # ------------------------------------------------------------ what the child is told
+    def on_state(self, state: Any) -> None:
+        """The application's state changed (``KafkaStreams._set_state``)."""
+        frame = _frame(("state", state.value))
+        with self._lock:
+            self._state = frame
+            self._send(frame)
+
+    def attach(self, app: KafkaStreams, replicas: StoreReplicas) -> None:
+        """The plan is known and ``replicas`` are the driver's: the child builds its own and
+        follows the batches they are handed."""
+        from pyspark import cloudpickle
+
+        runner = app._runner
+        assert runner is not None
+        subtopologies = {h.subtopology for h in replicas.homes.values()}
+        plan = cloudpickle.dumps(  # type: ignore[no-untyped-call]
+            {
+                "homes": replicas.homes,
+                "refused": replicas.refused,
+                "specs": {s: runner.replica_spec(s) for s in subtopologies},
+                "consumer": replicas.consumer_config,
+                "discovery": app._discovery(),
+            }
+        )
+        with self._lock:
+            self._plan = _frame(("plan", plan))
+            self._send(self._plan)
+        for batch in replicas.follow(self._committed):
+            self._committed(batch)
+
+    def _committed(self, batch: CommittedBatch) -> None:
+        frame = _frame(("committed", batch))
+        with self._lock:
+            self._latest[batch.query] = frame
+            self._send(frame)
+
+    def _send(self, frame: bytes) -> None:
+        """Under ``_lock``. A child that died misses it: its successor gets the latest frames."""
+        stdin = self._child.stdin if hasattr(self, "_child") else None
+        if stdin is None:
+            return
+        try:
+            stdin.write(frame)
+            stdin.flush()
+        except (BrokenPipeError, ValueError):  # ended (the watcher starts another) or closed
+            pass
+
+    # ------------------------------------------------------------ the child's life
+    def _spawn(self, sock: socket.socket) -> subprocess.Popen[bytes]:
+        import kspark
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(kspark.__file__)))
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]),
+        }
+        child = subprocess.Popen(
+            [sys.executable, "-m", "kspark.runtime.spark.serving", str(sock.fileno())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            pass_fds=(sock.fileno(),),
+            env=env,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        frames = [self._setup, *filter(None, [self._state, self._plan]), *self._latest.values(), _SYNC]
+        child.stdin.write(b"".join(frames))
+        child.stdin.flush()
+        ready: list[bytes] = []
+        reader = threading.Thread(target=lambda: ready.append(child.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(self._startup_timeout_s)
+        child.stdout.close()  # the child writes nothing more to it
+        if ready != [_READY]:
+            child.kill()
+            child.wait()
+            raise StreamsException(
+                f"the interactive-query process for {self.host} did not start (exit code {child.returncode}; "
+                "its error is on standard error above)"
+            )
+        return child
+
+    def _watch(self) -> None:
+        """Start a child that ended unasked again (under the lock: the frames it is sent are the
+        latest, none is sent meanwhile to the one that ended)."""
+        while True:
+            code = self._child.wait()
+            with self._lock:
+                if self._closing:
+                    return
+                if self._restarts >= RESTARTS:
+                    _log.error(
+                        "the interactive-query process ended with exit code %d; not started again "
+                        "after %d restarts: %s answers nothing until the application restarts",
+                        code,
+                        RESTARTS,
+                        self.url,
+                    )
+                    return
+                self._restarts += 1
+                _close_quietly(self._child.stdin)
+                _log.error("the interactive-query process ended with exit code %d; starting another", code)
+                try:
+                    sock = listen(HostInfo(self.host.host, self.port))
+                    try:
+                        self._child = self._spawn(sock)
+                    finally:
+                        sock.close()
+                except StreamsException as e:
+                    _log.error("the interactive-query process could not be started again: %s", e)
+                    return
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            _close_quietly(self._child.stdin)  # the child's end of input: it closes its replicas, exits
+        try:
+            self._child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            _log.warning("the interactive-query process did not end in 15 s; killing it")
+            self._child.kill()
+            self._child.wait()
+        self._inner.close()
+
+
+def _close_quietly(pipe: IO[bytes] | None) -> None:
+    """Close the pipe to a child; one that ended may leave a frame unwritten, which is moot."""
+    try:
+        if pipe is not None:
+            pipe.close()
+    except BrokenPipeError:
+        pass
+
+
+def _frame(message: tuple[str, Any]) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return struct.pack(">I", len(data)) + data
+
+
+_SYNC = _frame(("sync", None))
+"""Ends the frames a child is started with (:meth:`_Served.catch_up`)."""
+
+
+def _read_frame(stream: BinaryIO) -> tuple[str, Any] | None:
+    head = stream.read(4)
+    if len(head) < 4:
+        return None  # the driver closed its end (close(), or it died)
+    (size,) = struct.unpack(">I", head)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    message: tuple[str, Any] = pickle.loads(data)
+    return message
+
+
+# ---------------------------------------------------------------- the child
+class _Served(DiscoveryCalls):
+    """What :class:`Queries` asks of ``KafkaStreams``, in the child: the application's state as
+    the driver reports it, replicas of the child's own, discovery from the driver's answers."""
+
+    def __init__(self) -> None:
+        from kspark.kafka_streams import KafkaStreams
+
+        self.state = KafkaStreams.State.CREATED
+        self.replicas: StoreReplicas | None = None
+        self.discovery: Discovery | None = None
+
+    def _validate_is_running_or_rebalancing(self, what: str = "") -> None:
+        from kspark.kafka_streams import validate_running
+
+        validate_running(self.state, what)
+
+    def _discovery(self) -> Discovery | None:
+        return self.discovery
+
+    def _replicas(self, name: str) -> StoreReplicas:
+        self._validate_is_running_or_rebalancing(f"Cannot get state store {name}: ")
+        if self.replicas is None:
+            raise InvalidStateStoreException(
+                f"Cannot get state store {name}: the application is still starting"
+            )
+        return self.replicas
+
+    def catch_up(self, stream: BinaryIO) -> None:
+        """Apply the frames the driver sent before the child was started (up to its sync frame),
+        so that the first answer knows what the driver knew then."""
+        while (message := _read_frame(stream)) is not None and message[0] != "sync":
+            self.apply(*message)
+
+    def follow(self, stream: BinaryIO, server: Any) -> None:
+        """Apply the driver's frames until its end closes; then close and stop the server."""
+        try:
+            while (message := _read_frame(stream)) is not None:
+                self.apply(*message)
+        except BaseException:
+            _log.exception("the interactive-query process failed to follow the application")
+            raise
+        finally:
+            if self.replicas is not None:
+                self.replicas.close()  # reads still waiting fail at once (409)
+            server.should_exit = True
+
+    def apply(self, kind: str, body: Any) -> None:
+        from kspark.kafka_streams import KafkaStreams
+        from kspark.runtime.spark.replica import StoreReplicas
+
+        if kind == "state":
+            self.state = KafkaStreams.State(body)
+        elif kind == "plan":
+            plan: Mapping[str, Any] = pickle.loads(body)
+            self.discovery = plan["discovery"]
+            self.replicas = StoreReplicas(
+                plan["homes"], plan["refused"], _task_builder(plan["specs"]), plan["consumer"], None
+            )
+        elif kind == "committed" and self.replicas is not None:
+            self.replicas.committed(body)
+
+
+def _task_builder(specs: Mapping[int, Any]) -> Callable[[int, int], Any]:
+    """``build_task(subtopology, partition)`` of the replicas, from each sub-topology's spec."""
+    return lambda subtopology, partition: specs[subtopology].build_task(partition)
+
+
+def _proxy(inner: str, path: str) -> Any:
+    """A route answering ``path`` as the driver's server does."""
+    import httpx
+    from fastapi.responses import Response
+
+    async def forward() -> Response:
+        async with httpx.AsyncClient(base_url=inner, timeout=30) as client:
+            r = await client.get(path)
+        return Response(r.content, r.status_code, media_type=r.headers.get("content-type"))
+
+    return forward
+
+
+def main() -> None:
+    """The child: ``python -m kspark.runtime.spark.serving <fd of the listening socket>``."""
+    from kspark.runtime.live_page import store_kinds
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stdin = sys.stdin.buffer
+    first = _read_frame(stdin)
+    if first is None or first[0] != "setup":
+        raise SystemExit("kspark.runtime.spark.serving: no setup frame on standard input")
+    setup = first[1]
+    sys.path[:] = [*setup["path"], *(p for p in sys.path if p not in setup["path"])]
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    served = _Served()
+    queries = Queries(served)  # type: ignore[arg-type]
+    scrub = scrubber(setup["secrets"])
+    app = create_app(queries, setup["secrets"])
+    for path in _LIVE_PATHS:
+        app.add_api_route(path, _proxy(setup["inner"], path), include_in_schema=False)
+
+    def live_stores() -> Any:
+        from fastapi.responses import Response
+
+        from kspark.runtime.query_server import outcome
+
+        status, body = outcome(
+            lambda: store_kinds(served.replicas if served.state.is_running_or_rebalancing() else None), scrub
+        )
+        return Response(body, status, media_type="application/json")
+
+    app.add_api_route("/live/stores", live_stores, include_in_schema=False)
+    server = uvicorn_server(PointReads(app, queries, scrub))
+    served.catch_up(stdin)
+    threading.Thread(
+        target=served.follow, args=(stdin, server), name="kspark-serving-follow", daemon=True
+    ).start()
+    sys.stdout.buffer.write(_READY)
+    sys.stdout.buffer.flush()
+    os.dup2(2, 1)  # nobody reads the pipe after this line: anything printed goes where errors go
+    server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
