@@ -270,12 +270,13 @@ class StoreReplicas:
             for follower in self._followers:
                 follower(batch)
 
-    def follow(self, follower: Callable[[CommittedBatch], None]) -> list[CommittedBatch]:
-        """Hand ``follower`` every batch committed from now on (in the committing thread: it must
-        not block); returns each query's last committed batch so far, none missed in between."""
-        with self._changed:
+    def follow(self, follower: Callable[[CommittedBatch], None]) -> None:
+        """Hand ``follower`` each query's last committed batch so far, then every batch committed
+        from now on, in order (in the committing thread: it must not block)."""
+        with self._changed:  # committed() takes it too: nothing is missed or handed out of order
+            for batch in self._latest.values():
+                follower(batch)
             self._followers.append(follower)
-            return list(self._latest.values())
 
     def await_committed(self, done: Mapping[str, int], timeout_s: float) -> None:
         """Wait until the batches ``done`` (query -> last batch id run) of queries with stores

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import queue
 import socket
 import struct
 import subprocess
@@ -71,17 +72,24 @@ _READY = b"ready\n"
 
 class ServingProcess:
     """``application.server`` served by a child process (module docstring); the driver's own
-    :class:`QueryServer` answers its live page on loopback."""
+    :class:`QueryServer` answers its live page on loopback.
+
+    What the child is told goes through a queue to a thread of its own, which writes it to the
+    child's pipe: the threads that report a state change or a committed batch (Spark's listener)
+    never wait for the child. The last frame of each kind is kept under ``_lock``, with the child
+    it goes to: a child started again gets them first, and a frame recorded after that goes to
+    the new child (the sender looks the child up after taking a frame)."""
 
     def __init__(self, app: KafkaStreams, host: HostInfo, *, startup_timeout_s: float = 60.0) -> None:
         self.host = host
         self._startup_timeout_s = startup_timeout_s
-        self._lock = threading.Lock()  # one writer of the pipe; the frames a restarted child needs
+        self._lock = threading.Lock()  # the frames a new child starts with, and which child is current
         self._closing = False
         self._restarts = 0
         self._state: bytes | None = None
         self._plan: bytes | None = None
         self._latest: dict[str, bytes] = {}  # per query, the last committed batch sent
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         sock = listen(host)
         self.port = int(sock.getsockname()[1])
         self._inner = QueryServer(app, HostInfo("127.0.0.1", 0))
@@ -97,12 +105,14 @@ class ServingProcess:
             )
         )
         try:
-            self._child = self._spawn(sock)
+            self._child = self._start_child(sock)
         except BaseException:
             self._inner.close()
             raise
         finally:
             sock.close()  # the child's copy listens; a dead child's port refuses at once
+        self._sender = threading.Thread(target=self._send_all, name="kspark-serving-send", daemon=True)
+        self._sender.start()
         self._watcher = threading.Thread(target=self._watch, name="kspark-serving-watch", daemon=True)
         self._watcher.start()
         _log.info("interactive queries over HTTP on %s (process %d)", self.url, self._child.pid)
@@ -118,7 +128,7 @@ class ServingProcess:
         frame = _frame(("state", state.value))
         with self._lock:
             self._state = frame
-            self._send(frame)
+            self._outbox.put(frame)
 
     def attach(self, app: KafkaStreams, replicas: StoreReplicas) -> None:
         """The plan is known and ``replicas`` are the driver's: the child builds its own and
@@ -137,31 +147,52 @@ class ServingProcess:
                 "discovery": app._discovery(),
             }
         )
+        frame = _frame(("plan", plan))
         with self._lock:
-            self._plan = _frame(("plan", plan))
-            self._send(self._plan)
-        for batch in replicas.follow(self._committed):
-            self._committed(batch)
+            self._plan = frame
+            self._outbox.put(frame)
+        replicas.follow(self._committed)
 
     def _committed(self, batch: CommittedBatch) -> None:
         frame = _frame(("committed", batch))
         with self._lock:
             self._latest[batch.query] = frame
-            self._send(frame)
+            self._outbox.put(frame)
 
-    def _send(self, frame: bytes) -> None:
-        """Under ``_lock``. A child that died misses it: its successor gets the latest frames."""
-        stdin = self._child.stdin if hasattr(self, "_child") else None
-        if stdin is None:
-            return
-        try:
-            stdin.write(frame)
-            stdin.flush()
-        except (BrokenPipeError, ValueError):  # ended (the watcher starts another) or closed
-            pass
+    def _send_all(self) -> None:
+        while (frame := self._outbox.get()) is not None:
+            with self._lock:
+                stdin = self._child.stdin
+            try:
+                assert stdin is not None
+                stdin.write(frame)
+                stdin.flush()
+            except (BrokenPipeError, ValueError):  # ended or closed: a new child gets the latest
+                pass
 
     # ------------------------------------------------------------ the child's life
+    def _start_child(self, sock: socket.socket) -> subprocess.Popen[bytes]:
+        """A child listening on ``sock``, told what the last one was; once it is up."""
+        with self._lock:
+            child = self._spawn(sock)
+        ready: list[bytes] = []
+        stdout = child.stdout
+        assert stdout is not None
+        reader = threading.Thread(target=lambda: ready.append(stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(self._startup_timeout_s)
+        stdout.close()  # the child writes nothing more to it
+        if ready != [_READY]:
+            child.kill()
+            child.wait()
+            raise StreamsException(
+                f"the interactive-query process for {self.host} did not start (exit code {child.returncode}; "
+                "its error is on standard error)"
+            )
+        return child
+
     def _spawn(self, sock: socket.socket) -> subprocess.Popen[bytes]:
+        """Under ``_lock``: start a child and write it the frames it starts with."""
         import kspark
 
         root = os.path.dirname(os.path.dirname(os.path.abspath(kspark.__file__)))
@@ -176,55 +207,49 @@ class ServingProcess:
             pass_fds=(sock.fileno(),),
             env=env,
         )
-        assert child.stdin is not None and child.stdout is not None
+        assert child.stdin is not None
         frames = [self._setup, *filter(None, [self._state, self._plan]), *self._latest.values(), _SYNC]
-        child.stdin.write(b"".join(frames))
-        child.stdin.flush()
-        ready: list[bytes] = []
-        reader = threading.Thread(target=lambda: ready.append(child.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        reader.join(self._startup_timeout_s)
-        child.stdout.close()  # the child writes nothing more to it
-        if ready != [_READY]:
-            child.kill()
-            child.wait()
-            raise StreamsException(
-                f"the interactive-query process for {self.host} did not start (exit code {child.returncode}; "
-                "its error is on standard error above)"
-            )
+        try:
+            child.stdin.write(b"".join(frames))
+            child.stdin.flush()
+        except BrokenPipeError:
+            pass  # it ended at once: it does not say ready, which says so
+        if hasattr(self, "_child"):
+            self._child = child  # frames recorded from now on go to it
         return child
 
     def _watch(self) -> None:
-        """Start a child that ended unasked again (under the lock: the frames it is sent are the
-        latest, none is sent meanwhile to the one that ended)."""
+        """Start a child that ended unasked again, on the same port."""
         while True:
             code = self._child.wait()
             with self._lock:
                 if self._closing:
                     return
-                if self._restarts >= RESTARTS:
-                    _log.error(
-                        "the interactive-query process ended with exit code %d; not started again "
-                        "after %d restarts: %s answers nothing until the application restarts",
-                        code,
-                        RESTARTS,
-                        self.url,
-                    )
-                    return
-                self._restarts += 1
                 _close_quietly(self._child.stdin)
-                _log.error("the interactive-query process ended with exit code %d; starting another", code)
+            if self._restarts >= RESTARTS:
+                _log.error(
+                    "the interactive-query process ended with exit code %d; not started again after "
+                    "%d restarts: %s answers nothing until the application restarts",
+                    code,
+                    RESTARTS,
+                    self.url,
+                )
+                return
+            self._restarts += 1
+            _log.error("the interactive-query process ended with exit code %d; starting another", code)
+            try:
+                sock = listen(HostInfo(self.host.host, self.port))
                 try:
-                    sock = listen(HostInfo(self.host.host, self.port))
-                    try:
-                        self._child = self._spawn(sock)
-                    finally:
-                        sock.close()
-                except StreamsException as e:
-                    _log.error("the interactive-query process could not be started again: %s", e)
-                    return
+                    self._start_child(sock)
+                finally:
+                    sock.close()
+            except StreamsException as e:
+                _log.error("the interactive-query process could not be started again: %s", e)
+                return
 
     def close(self) -> None:
+        self._outbox.put(None)
+        self._sender.join(timeout=15)
         with self._lock:
             self._closing = True
             _close_quietly(self._child.stdin)  # the child's end of input: it closes its replicas, exits
@@ -278,6 +303,8 @@ class _Served(DiscoveryCalls):
         self.state = KafkaStreams.State.CREATED
         self.replicas: StoreReplicas | None = None
         self.discovery: Discovery | None = None
+        self.failed: Exception | None = None  # the stores could not be loaded here
+        self._batches: dict[str, int] = {}  # per query, the last batch id handed to the replicas
 
     def _validate_is_running_or_rebalancing(self, what: str = "") -> None:
         from kspark.kafka_streams import validate_running
@@ -289,6 +316,11 @@ class _Served(DiscoveryCalls):
 
     def _replicas(self, name: str) -> StoreReplicas:
         self._validate_is_running_or_rebalancing(f"Cannot get state store {name}: ")
+        if self.failed is not None:
+            raise InvalidStateStoreException(
+                f"Cannot get state store {name}: the interactive-query process could not load the "
+                f"application's stores: {type(self.failed).__name__}: {self.failed}"
+            )
         if self.replicas is None:
             raise InvalidStateStoreException(
                 f"Cannot get state store {name}: the application is still starting"
@@ -321,12 +353,24 @@ class _Served(DiscoveryCalls):
         if kind == "state":
             self.state = KafkaStreams.State(body)
         elif kind == "plan":
-            plan: Mapping[str, Any] = pickle.loads(body)
+            try:
+                plan: Mapping[str, Any] = pickle.loads(body)
+            except Exception as e:  # the topology's code cannot be loaded here: say so on every read
+                _log.exception("the interactive-query process cannot load the application's stores")
+                self.failed = e
+                return
             self.discovery = plan["discovery"]
             self.replicas = StoreReplicas(
                 plan["homes"], plan["refused"], _task_builder(plan["specs"]), plan["consumer"], None
             )
-        elif kind == "committed" and self.replicas is not None:
+        # A child started again may get a batch it was started with once more, or an older one
+        # queued for the child before it: a replica never goes back.
+        elif (
+            kind == "committed"
+            and self.replicas is not None
+            and body.batch_id > self._batches.get(body.query, -1)
+        ):
+            self._batches[body.query] = body.batch_id
             self.replicas.committed(body)
 
 
@@ -336,14 +380,25 @@ def _task_builder(specs: Mapping[int, Any]) -> Callable[[int, int], Any]:
 
 
 def _proxy(inner: str, path: str) -> Any:
-    """A route answering ``path`` as the driver's server does."""
-    import httpx
+    """A route answering ``path`` as the driver's server does (a loopback GET, in a thread)."""
+    import urllib.error
+    import urllib.request
+
     from fastapi.responses import Response
+    from starlette.concurrency import run_in_threadpool
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never an HTTP proxy
+
+    def fetch() -> tuple[int, bytes, str | None]:
+        try:
+            with opener.open(inner + path, timeout=30) as r:
+                return int(r.status), r.read(), r.headers.get("content-type")
+        except urllib.error.HTTPError as e:  # the driver's own error answer, passed on
+            return e.code, e.read(), e.headers.get("content-type")
 
     async def forward() -> Response:
-        async with httpx.AsyncClient(base_url=inner, timeout=30) as client:
-            r = await client.get(path)
-        return Response(r.content, r.status_code, media_type=r.headers.get("content-type"))
+        status, body, kind = await run_in_threadpool(fetch)
+        return Response(body, status, media_type=kind)
 
     return forward
 
