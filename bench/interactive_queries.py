@@ -209,7 +209,6 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         replicas = app._runner.replicas  # type: ignore[union-attr]
         assert replicas is not None
         replicas.freshness_ms.clear()
-        w2_before = sum(w2.position().get_partition_positions(w2_topic).values())
         stop = threading.Event()
         python_ms: list[float] = []
         errors: list[str] = []
@@ -234,6 +233,8 @@ def reads_under_load(kafka: LocalKafka, args: argparse.Namespace, w2_rate: float
         pauses = _GcPauses()
         gc.callbacks.append(pauses)
         stalls = StallWatch() if args.stalls else None
+        # W2's rate over the timed reads only (not over the serving process's load above).
+        w2_before = sum(w2.position().get_partition_positions(w2_topic).values())
         t_start = time.monotonic()
         reader.start()
         if stalls is not None:
