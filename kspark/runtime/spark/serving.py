@@ -16,8 +16,9 @@ process that keeps read replicas of its own, fed exactly as the driver's are:
   application. The child's replicas read the changelogs up to each committed batch's ends, so
   its answers have the same guarantee: one committed micro-batch, never part of one;
 - the child answers the state and discovery resources itself (the same :class:`Queries` and
-  :func:`create_app` as the in-process server) and passes the live page's (its metrics and
-  picture are the driver's) to the driver's own server, on loopback;
+  :func:`create_app` as the in-process server) and the live page's store list from its own
+  replicas; it passes the page, its metrics and its picture (the driver's) to the driver's own
+  server, on loopback;
 - the child ends when the driver closes it, or when the driver's end of its pipe closes (the
   driver died); a child that ends otherwise is started again, on the same port.
 
