@@ -106,7 +106,7 @@ class ServingProcess:
             )
         )
         try:
-            self._child = self._start_child(sock)
+            self._start_child(sock)
         except BaseException:
             self._inner.close()
             raise
@@ -172,8 +172,9 @@ class ServingProcess:
                 pass
 
     # ------------------------------------------------------------ the child's life
-    def _start_child(self, sock: socket.socket) -> subprocess.Popen[bytes]:
-        """A child listening on ``sock``, told what the last one was; once it is up."""
+    def _start_child(self, sock: socket.socket) -> None:
+        """Make a child listening on ``sock``, told what the last one was, the current one; return
+        once it is up."""
         with self._lock:
             child = self._spawn(sock)
         ready: list[bytes] = []
@@ -190,10 +191,9 @@ class ServingProcess:
                 f"the interactive-query process for {self.host} did not start (exit code {child.returncode}; "
                 "its error is on standard error)"
             )
-        return child
 
     def _spawn(self, sock: socket.socket) -> subprocess.Popen[bytes]:
-        """Under ``_lock``: start a child and write it the frames it starts with."""
+        """Under ``_lock``: start a child, write it the frames it starts with, make it current."""
         import kspark
 
         root = os.path.dirname(os.path.dirname(os.path.abspath(kspark.__file__)))
@@ -215,8 +215,7 @@ class ServingProcess:
             child.stdin.flush()
         except BrokenPipeError:
             pass  # it ended at once: it does not say ready, which says so
-        if hasattr(self, "_child"):
-            self._child = child  # frames recorded from now on go to it
+        self._child = child  # frames recorded from now on go to it
         return child
 
     def _watch(self) -> None:
