@@ -240,10 +240,14 @@ def _shift(scenario: Scenario, partitions: int) -> int:
 # ----------------------------------------------------------------------------- packing
 
 
-MAX_SHARED = 200
+MAX_SHARED = 50
 """Sub-topologies of one application at most in one shared Spark query (same level and stage,
-``plan.py``). Few, large applications: a query's start and a micro-batch's fixed costs are paid
-per application, not per case (the catalog's cases fill two per configuration)."""
+``plan.py``). Few applications: a query's start and a micro-batch's fixed costs are paid per
+application, not per case; but not huge ones, whose cost grows faster than their cases (every
+task is sent, and groups the nodes of, the whole combined topology). Measured on the
+cache-on+native-on+direct-on configuration (481 cases): 383 s at 200 (two applications held
+most cases; on a loaded machine one of 251 took 408 s, one of 165 77 s), 312 s at 50 (ten
+applications)."""
 
 
 def _shared_queries(case: Case) -> Counter[tuple[int, str]]:
