@@ -124,10 +124,7 @@ class CachingLayer(WrappedStateStore):
         # The store's own namespace, not the task cache's lookup by name (which asked the layers
         # below for the name): from init to close the task cache holds this very namespace, and
         # after close it is empty, as the task cache's answer then is.
-        named = self._named
-        if named is None:
-            raise RuntimeError(f"Caching store {self.name} used before init")
-        return named.get(cache_key)
+        return self.named_cache.get(cache_key)
 
     @contextmanager
     def _entry_context(self, entry: LRUCacheEntry) -> Iterator[None]:
@@ -220,10 +217,7 @@ class CachingKeyValueStore(CachingLayer):
 
     def _get_internal(self, key: bytes) -> bytes | None:
         # _cached inlined: a stream-table join reads its table once a record
-        named = self._named
-        if named is None:
-            raise RuntimeError(f"Caching store {self.name} used before init")
-        entry = named.get(key)
+        entry = self.named_cache.get(key)
         if entry is not None:
             return entry.value
         raw: bytes | None = self.wrapped.get(key)
