@@ -346,9 +346,8 @@ class MeteredKeyValueStore(_MeteredStore, KeyValueStore[Any, Any]):
     }
 
     def get(self, key: Any) -> Any:
-        # _check_open and value_from inlined: a stream-table join calls this once a record
-        if not self._open():
-            raise InvalidStateStoreException(f"Store {self.name} is currently closed.")
+        self._check_open()
+        # value_from inlined: a stream-table join calls this once a record
         raw = self.wrapped.get(self.raw_key(key))
         return None if raw is None else self._deserialize_value(self._topic, raw)
 
