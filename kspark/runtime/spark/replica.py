@@ -307,6 +307,10 @@ class StoreReplicas:
 
     def start(self) -> None:
         """Build the stores and follow the changelogs (idempotent)."""
+        if self._thread is not None or self._closed:
+            # Every read calls this: once started, it must not wait for the lock, which a batch
+            # being applied holds chunk by chunk (both fields are only ever set, under the lock).
+            return
         with self._changed:
             if self._thread is not None or self._closed:
                 return
@@ -416,7 +420,7 @@ class StoreReplicas:
                     f"changelog topics did not reach the committed offsets in 120 s (at, wanted): {behind}"
                 )
             wanted = sum(max(0, end - reached[tp]) for tp, end in targets.items())
-            for msg in consume_toward(consumer, wanted, 10_000):
+            for msg in consume_toward(consumer, wanted, CONSUME_MOST):
                 if msg.error() is not None:
                     raise StreamsException(
                         f"reading changelog {msg.topic()}-{msg.partition()}: {msg.error()}"
@@ -662,9 +666,16 @@ def _freeze_long_lived() -> None:
     gc.freeze()
 
 
-APPLY_CHUNK = 2_000
-"""Changelog records applied per hold of the replica's lock (a point read waits at most that long;
-250 made no difference to the HTTP endpoint's p99 under load: bench/results/iq-reads-b7cc895-*)."""
+APPLY_CHUNK = 250
+"""Changelog records applied per hold of the replica's lock. A point read waits at most that long,
+and so does every other thread of the process: a RocksDB store writes a chunk in one call into C
+that holds the interpreter lock, which the serving process's event loop waits out. ``python -m
+bench.replica_holds``: a thread kept waiting up to 3.7 ms (p99) by chunks of 2,000, 1.1 ms by 250."""
+
+CONSUME_MOST = 1_000
+"""Changelog records the replica takes from librdkafka per call. The call builds their Python
+objects holding the interpreter lock: ``python -m bench.replica_holds`` saw a thread kept waiting
+up to 35 ms by calls of 10,000 records, 1.3 ms by calls of 1,000."""
 
 POINT_READ_WAIT_S = 0.005
 """How long :meth:`StoreReplicas.read_now` waits for the lock, which a batch being applied holds
