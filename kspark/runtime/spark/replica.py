@@ -307,12 +307,12 @@ class StoreReplicas:
 
     def start(self) -> None:
         """Build the stores and follow the changelogs (idempotent)."""
-        if self._thread is not None or self._closed:
+        if self._started_or_closed():
             # Every read calls this: once started, it must not wait for the lock, which a batch
             # being applied holds chunk by chunk (both fields are only ever set, under the lock).
             return
         with self._changed:
-            if self._thread is not None or self._closed:
+            if self._started_or_closed():
                 return
             for home in self.homes.values():
                 for partition in range(home.tasks):
@@ -323,6 +323,9 @@ class StoreReplicas:
             self._seen_at = {q: time.monotonic() for q in self._pending}
             self._thread = threading.Thread(target=self._follow, name="kspark-store-replicas", daemon=True)
             self._thread.start()
+
+    def _started_or_closed(self) -> bool:
+        return self._thread is not None or self._closed
 
     def close(self) -> None:
         with self._changed:
