@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
@@ -27,6 +26,7 @@ import time
 from collections.abc import Callable
 
 from bench.changelog_restore import _Context
+from bench.interactive_queries import _percentiles
 
 __all__ = ["main"]
 
@@ -49,11 +49,6 @@ class _Probe(threading.Thread):
                 self.late_ms.append(late)
 
 
-def _at(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _time(name: str, size: int, calls: int, call: Callable[[], object]) -> None:
     probe = _Probe()
     probe.start()
@@ -67,11 +62,9 @@ def _time(name: str, size: int, calls: int, call: Callable[[], object]) -> None:
         time.sleep(0.002)  # the probe runs between calls, as the loop does between chunks
     probe.done.set()
     probe.join()
-    print(
-        f"| {name} | {size:,} | {statistics.median(took):.2f} | {_at(took, 0.99):.2f} "
-        f"| {_at(probe.late_ms, 0.99):.2f} | {max(probe.late_ms):.2f} |",
-        flush=True,
-    )
+    took_ms, late_ms = _percentiles(took), _percentiles(probe.late_ms)
+    cells = [took_ms["p50"], took_ms["p99"], late_ms["p99"], late_ms["max"]]
+    print(f"| {name} | {size:,} | " + " | ".join(f"{c:.2f}" for c in cells) + " |", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
