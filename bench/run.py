@@ -137,6 +137,12 @@ def _kspark_cluster(spec: dict[str, Any], args: argparse.Namespace) -> list[str]
     return [args.python, "-m", "bench.systems.kspark_app", json.dumps(spec)]
 
 
+def _kspark_low_latency(spec: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """kspark with ``spark.kspark.lowLatency``: stateless sub-topologies in long-running tasks."""
+    spec = {**spec, "extra": {"spark.kspark.lowLatency": "true", **spec.get("extra", {})}}
+    return [args.python, "-m", "bench.systems.kspark_app", json.dumps(spec)]
+
+
 def _kstreams(spec: dict[str, Any], _args: argparse.Namespace) -> list[str]:
     return [
         jvm.java(),
@@ -174,6 +180,12 @@ SYSTEMS: dict[str, System] = {
             {"W2": "long", "W3": "long"},
             ("W1", "W2", "W3", "W4"),
             guarantees=GUARANTEES,
+        ),
+        System(
+            "kspark-lowlatency",
+            _kspark_low_latency,
+            {"W2": "long", "W3": "long"},
+            ("W1", "W2", "W3", "W4"),
         ),
         System(
             "pyspark",
@@ -634,6 +646,8 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
         groups, np.frombuffer(out_groups, dtype=np.int64), np.frombuffer(out_counts, dtype=np.int64), times
     )
     measured = expects & (sent >= start + args.latency_warmup)
+    if getattr(args, "latency_dump", ""):  # each measured input's send time and latency, for a look over time
+        np.save(args.latency_dump, np.stack([sent[measured], (answered[measured] - sent[measured]) * 1000]))
     latencies = np.sort((answered[measured] - sent[measured]) * 1000)
     unanswered = int(np.isnan(latencies).sum())
 
@@ -773,6 +787,11 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.0,
         help="instead of throughput: each --workload's latency at this offered load (records/s)",
+    )
+    ap.add_argument(
+        "--latency-dump",
+        default="",
+        help="with --latency-rate: save each measured input's send time and latency (ms) here (.npy)",
     )
     ap.add_argument("--perf", action="store_true", help="also run Kafka's perf tools (the broker's limit)")
     args = ap.parse_args(argv)

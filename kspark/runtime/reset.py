@@ -35,7 +35,7 @@ from kspark.runtime.kafka_clients import cluster_metadata, librdkafka_client, li
 
 __all__ = ["Position", "ResetPlan", "plan_reset", "execute", "parse_duration", "parse_datetime"]
 
-INTERNAL_SUFFIXES = ("-repartition", "-changelog")
+INTERNAL_SUFFIXES = ("-repartition", "-changelog", "-kspark-control")  # the last: low_latency.py
 
 
 @dataclass(frozen=True)

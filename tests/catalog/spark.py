@@ -2,7 +2,8 @@
 
 A **configuration** (:class:`SparkConfig`) is one setting of what changes the
 runner's physical plan: the record cache on (the default, 10 MB) or off, native
-lowering on or off, direct read on or off. A **case** (:class:`Case`) is a
+lowering on or off, direct read on or off, and low latency (with the other three
+on: it changes only how stateless sub-topologies read). A **case** (:class:`Case`) is a
 scenario in a configuration with one of its partition counts. A scenario runs
 only in the configurations that give it a distinct (physical plan, cache) pair
 (:func:`plan_duplicates`, on ``kspark.runtime.spark.plan``); the others are
@@ -86,6 +87,7 @@ advance the catalog uses, 5 ms to a day)."""
 NATIVE_LOWERING = "spark.kspark.nativeLowering"
 MAX_OFFSETS_PER_TRIGGER = "spark.kspark.maxOffsetsPerTrigger"
 DIRECT_READ = "spark.kspark.directRead"
+LOW_LATENCY = "spark.kspark.lowLatency"
 EMIT_DEFAULTS = {
     # the TopologyTestDriver's defaults (Kafka's driver sets them too): emit what a record closes
     # while it is processed, not when the wall clock allows
@@ -105,20 +107,27 @@ class SparkConfig:
     cache: bool
     native: bool
     direct: bool
+    low_latency: bool = False  # only with the direct read (it needs it), cache and native on
 
     @property
     def id(self) -> str:
-        return f"cache-{_on(self.cache)}+native-{_on(self.native)}+direct-{_on(self.direct)}"
+        low = "+low-latency" if self.low_latency else ""
+        return f"cache-{_on(self.cache)}+native-{_on(self.native)}+direct-{_on(self.direct)}{low}"
 
     def settings(self) -> dict[str, str]:
         return {
             "statestore.cache.max.bytes": str(CACHE_ON_BYTES if self.cache else 0),
             NATIVE_LOWERING: str(self.native).lower(),
             DIRECT_READ: str(self.direct).lower(),
+            **({LOW_LATENCY: "true"} if self.low_latency else {}),
         }
 
 
-CONFIGS = tuple(SparkConfig(c, n, d) for c in (True, False) for n in (True, False) for d in (True, False))
+CONFIGS = (
+    *(SparkConfig(c, n, d) for c in (True, False) for n in (True, False) for d in (True, False)),
+    # Low latency changes only how stateless sub-topologies read: with the others' defaults.
+    SparkConfig(True, True, True, low_latency=True),
+)
 """Every configuration, the default (all on) first within each cache setting."""
 
 DEFAULT = CONFIGS[0]

@@ -58,9 +58,8 @@ from kspark.runtime.spark.kafka_io import OffsetLister
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from kspark.runtime.spark.task_commit import TaskCommit
     from kspark.runtime.spark.task_input import FeedChunk
-    from kspark.runtime.spark.tasks import TopologySpec
+    from kspark.runtime.spark.tasks import Sender, TopologySpec
 
 # Spark plans a micro-batch of this source in Python processes of its own on the driver (creating
 # the source, the streaming source runner, the read's planning), each a new interpreter that
@@ -75,7 +74,9 @@ __all__ = [
     "OffsetRange",
     "TaskRanges",
     "direct_consumer_settings",
+    "process_ranges",
     "rate_limit",
+    "to_headers",
     "register",
 ]
 
@@ -276,7 +277,6 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ---------------------------------------------------------------- worker side
     def read(self, partition: InputPartition) -> Iterator[tuple[int, int, str]]:
-        from kspark.runtime.spark.tasks import process_stateless_feeds
         from kspark.runtime.spark.warm import new_task_metrics, warm_entry
 
         assert isinstance(partition, TaskRanges)
@@ -286,61 +286,77 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not commit.begin({(r.topic, p): r.end for r in ranges}):
             yield 0, 0, ""  # a replay of a batch whose output Kafka committed already
             return
-        counted = [0]
         try:
-            if len(ranges) == 1:
-                self._read_one(spec, commit, ranges[0], counted)
-            else:
-                spec.global_replica()
-                feeds = [(r.topic, self._records(r, counted)) for r in ranges]
-                process_stateless_feeds(spec, commit, p, feeds)
+            counted = process_ranges(self.plan.consumer, spec, commit, ranges)
             written = commit.commit()
         except BaseException:
             commit.abort()
             raise
-        yield counted[0], written, new_task_metrics([warm_entry(spec, p)])
-
-    def _read_one(self, spec: TopologySpec, commit: TaskCommit, r: OffsetRange, counted: list[int]) -> None:
-        """One topic-partition's range through the task, a chunk at a time (fused when planned)."""
-        from kspark.runtime.spark.partition_reader import read_range
-        from kspark.runtime.spark.tasks import process_stateless
-
-        for chunk in read_range(self.plan.consumer, r.topic, r.partition, r.start, r.end):
-            spec.global_replica()
-            process_stateless(
-                spec,
-                commit,
-                r.topic,
-                r.partition,
-                chunk.offsets,
-                chunk.timestamps,
-                chunk.keys,
-                chunk.values,
-                chunk.headers,
-                _headers,
-            )
-            counted[0] += len(chunk.offsets)
-
-    def _records(self, r: OffsetRange, counted: list[int]) -> Iterator[FeedChunk]:
-        """A range's records a chunk at a time, as the engine's task takes them (counted as read)."""
-        from kspark.runtime.spark.partition_reader import read_range
-        from kspark.runtime.spark.task_input import FeedChunk
-
-        for chunk in read_range(self.plan.consumer, r.topic, r.partition, r.start, r.end):
-            counted[0] += len(chunk.offsets)
-            yield FeedChunk(
-                r.topic,
-                r.partition,
-                chunk.offsets,
-                chunk.timestamps,
-                chunk.keys,
-                chunk.values,
-                chunk.headers,
-                _headers,
-            )
+        yield counted, written, new_task_metrics([warm_entry(spec, p)])
 
 
-def _headers(raw: list[tuple[str, bytes | None]] | None) -> Headers:
+def process_ranges(
+    consumer: Mapping[str, Any], spec: TopologySpec, sender: Sender, ranges: tuple[OffsetRange, ...]
+) -> int:
+    """One Kafka Streams task's ranges (one per input topic, the same partition) read with warm
+    readers of ``consumer``'s settings and run through the task, its output to ``sender``; returns
+    the records read. One topic's range goes a chunk at a time (fused when planned); several
+    topics' through the engine's task, which takes records across them by head timestamp."""
+    from kspark.runtime.spark.tasks import process_stateless_feeds
+
+    counted = [0]
+    if len(ranges) == 1:
+        _read_one(consumer, spec, sender, ranges[0], counted)
+    else:
+        spec.global_replica()
+        feeds = [(r.topic, _records(consumer, r, counted)) for r in ranges]
+        process_stateless_feeds(spec, sender, ranges[0].partition, feeds)
+    return counted[0]
+
+
+def _read_one(
+    consumer: Mapping[str, Any], spec: TopologySpec, sender: Sender, r: OffsetRange, counted: list[int]
+) -> None:
+    from kspark.runtime.spark.partition_reader import read_range
+    from kspark.runtime.spark.tasks import process_stateless
+
+    for chunk in read_range(consumer, r.topic, r.partition, r.start, r.end):
+        spec.global_replica()
+        process_stateless(
+            spec,
+            sender,
+            r.topic,
+            r.partition,
+            chunk.offsets,
+            chunk.timestamps,
+            chunk.keys,
+            chunk.values,
+            chunk.headers,
+            to_headers,
+        )
+        counted[0] += len(chunk.offsets)
+
+
+def _records(consumer: Mapping[str, Any], r: OffsetRange, counted: list[int]) -> Iterator[FeedChunk]:
+    """A range's records a chunk at a time, as the engine's task takes them (counted as read)."""
+    from kspark.runtime.spark.partition_reader import read_range
+    from kspark.runtime.spark.task_input import FeedChunk
+
+    for chunk in read_range(consumer, r.topic, r.partition, r.start, r.end):
+        counted[0] += len(chunk.offsets)
+        yield FeedChunk(
+            r.topic,
+            r.partition,
+            chunk.offsets,
+            chunk.timestamps,
+            chunk.keys,
+            chunk.values,
+            chunk.headers,
+            to_headers,
+        )
+
+
+def to_headers(raw: list[tuple[str, bytes | None]] | None) -> Headers:
     """librdkafka's headers of a record (None for none) as ``Headers``."""
     return Headers(raw) if raw else Headers()
 
@@ -359,11 +375,13 @@ class KafkaDirectSource(DataSource):
         return _Reader(DirectPlan.of_options(self.options))
 
 
-_REGISTERED: weakref.WeakSet[SparkSession] = weakref.WeakSet()
+_REGISTERED: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
 
 
-def register(spark: SparkSession) -> None:
-    """Make :data:`SOURCE_NAME` known to ``spark``, once (Spark warns at every replacement)."""
-    if spark not in _REGISTERED:
-        spark.dataSource.register(KafkaDirectSource)
-        _REGISTERED.add(spark)
+def register(spark: SparkSession, source: type[DataSource] = KafkaDirectSource) -> None:
+    """Make ``source`` (this module's by default) known to ``spark``, once (Spark warns at every
+    replacement)."""
+    names = _REGISTERED.setdefault(spark, set())
+    if source.name() not in names:
+        spark.dataSource.register(source)
+        names.add(source.name())

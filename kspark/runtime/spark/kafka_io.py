@@ -34,6 +34,8 @@ from kspark.runtime.spark.warm_pool import WarmPool
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from kspark.config import StreamsConfig
+
 __all__ = [
     "RECORD_DDL",
     "WRITTEN_DDL",
@@ -46,6 +48,8 @@ __all__ = [
     "producer_config",
     "OffsetLister",
     "OFFSETS_RETRY_SECONDS",
+    "committed_offsets",
+    "group_start",
 ]
 
 # The row shape every stage exchanges: one Kafka record.
@@ -502,3 +506,38 @@ def committed_offsets(consumer: Any, partitions: Sequence[tuple[str, int]], time
             raise StreamsException(f"Reading the committed offsets of {where}: {error}") from error
         _log.warning("reading the committed offsets of %s: %s; retrying", where, error)
         time.sleep(0.5)
+
+
+def group_start(config: StreamsConfig, partitions: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """Where a query that has no checkpoint starts, per topic -> partition (a string): the offsets
+    the ``<application.id>`` group committed (``kspark reset`` writes them, an exactly-once run
+    and a low-latency one commit them), kept inside what the log still holds, as a new Kafka
+    Streams instance starts from its group's offsets. Partitions without one are left out (they
+    start at ``auto.offset.reset``)."""
+    from confluent_kafka import Consumer
+
+    from kspark.runtime.kafka_clients import librdkafka_client, librdkafka_security
+
+    settings = librdkafka_client(config.originals(), "consumer")
+    consumer = Consumer(
+        {**settings, "group.id": config.application_id(), "enable.auto.commit": False, "logger": _log}
+    )
+    try:
+        wanted = [(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+        committed = {(tp.topic, tp.partition): tp.offset for tp in committed_offsets(consumer, wanted, 60.0)}
+    finally:
+        consumer.close()
+    committed = {tp: offset for tp, offset in committed.items() if offset >= 0}
+    if not committed:
+        return {}
+    lister = OffsetLister(
+        settings["bootstrap.servers"], settings=librdkafka_security(config.originals(), "admin")
+    )
+    first = lister.offsets(committed, latest=False)
+    last = lister.offsets(committed, latest=True)
+    out: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in committed.items():
+        out.setdefault(topic, {})[str(partition)] = min(
+            max(offset, first[(topic, partition)]), last[(topic, partition)]
+        )
+    return out

@@ -411,6 +411,8 @@ def end_offsets(progress: Mapping[str, Any] | None) -> dict[tuple[str, int], int
                 continue
         if not isinstance(end, dict):
             continue
+        if "epoch" in end:  # a low-latency query's batch: the group's offsets it was planned at
+            end = end.get("at") or {}
         for topic, partitions in end.items():
             if isinstance(partitions, dict):
                 for partition, offset in partitions.items():

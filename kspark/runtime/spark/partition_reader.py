@@ -34,7 +34,15 @@ from typing import Any
 from kspark.errors import StreamsException
 from kspark.runtime.spark.warm_pool import WarmPool
 
-__all__ = ["Chunk", "PartitionReader", "CONSUMERS", "consumer_config", "consume_toward", "read_range"]
+__all__ = [
+    "Chunk",
+    "PartitionReader",
+    "CONSUMERS",
+    "check_read_error",
+    "consumer_config",
+    "consume_toward",
+    "read_range",
+]
 
 _LOG = logging.getLogger("kspark.consumer")
 
@@ -200,24 +208,27 @@ class PartitionReader:
         return offsets, timestamps, keys, values, headers, position
 
     def _check(self, error: Any, position: int, end: int) -> None:
-        """Raise for an error that means the range cannot be read; librdkafka retries the others
-        (a broker restarting, say) itself, and they are logged."""
-        from confluent_kafka import KafkaError
-
-        where = f"{self.topic}[{self.partition}] offsets {position} to {end}"
-        code = error.code()
-        if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-            raise StreamsException(
-                f"Records of {where} are no longer in Kafka (deleted by retention or a DeleteRecords "
-                f"request since they were planned): {error.str()}. Their output would be lost, so the "
-                "query stops, as with Spark's Kafka source (failOnDataLoss)"
-            )
-        if error.fatal() or error.name() in _UNREADABLE:
-            raise StreamsException(f"Reading {where}: {error.str()}")
-        _LOG.warning("Reading %s: %s (retrying)", where, error.str())
+        check_read_error(error, f"{self.topic}[{self.partition}] offsets {position} to {end}")
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def check_read_error(error: Any, where: str) -> None:
+    """Raise for a consumer error (a ``KafkaError``) after which ``where`` cannot be read;
+    librdkafka retries the others (a broker restarting, say) itself, and they are logged."""
+    from confluent_kafka import KafkaError
+
+    code = error.code()
+    if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+        raise StreamsException(
+            f"Records of {where} are no longer in Kafka (deleted by retention or a DeleteRecords "
+            f"request since they were planned): {error.str()}. Their output would be lost, so the "
+            "query stops, as with Spark's Kafka source (failOnDataLoss)"
+        )
+    if error.fatal() or error.name() in _UNREADABLE:
+        raise StreamsException(f"Reading {where}: {error.str()}")
+    _LOG.warning("Reading %s: %s (retrying)", where, error.str())
 
 
 CONSUMERS: WarmPool[PartitionReader] = WarmPool(60.0, PartitionReader.close)

@@ -72,6 +72,7 @@ class Stage(enum.Enum):
     """How a sub-topology runs on Spark (see the module docstring)."""
 
     DIRECT_READ = "direct read"
+    LOW_LATENCY = "low-latency read"
     SPARK_SOURCE = "Spark Kafka source"
     ENGINE = "engine tasks"
     NATIVE_COUNT = "native count"
@@ -80,19 +81,26 @@ class Stage(enum.Enum):
 
     @property
     def stateful(self) -> bool:
-        return self not in (Stage.DIRECT_READ, Stage.SPARK_SOURCE)
+        return self not in (Stage.DIRECT_READ, Stage.LOW_LATENCY, Stage.SPARK_SOURCE)
 
     @property
     def shares_queries(self) -> bool:
-        """Whether sub-topologies of this stage (and level) run in one Spark query."""
-        return self in (Stage.DIRECT_READ, Stage.SPARK_SOURCE, Stage.ENGINE)
+        """Whether sub-topologies of this stage (and level) run in one Spark query (a
+        low-latency one's of every level: each such query holds task slots for its whole run)."""
+        return self in (Stage.DIRECT_READ, Stage.LOW_LATENCY, Stage.SPARK_SOURCE, Stage.ENGINE)
 
     @property
     def maps_arrow_batches(self) -> bool:
         """Whether its Python code runs as Spark's Arrow map (``mapInArrow``, a Python data
         source's reader) rather than ``transformWithStateInPandas``: Spark starts the two kinds'
         workers from separate Python daemons (their environments differ)."""
-        return self in (Stage.DIRECT_READ, Stage.SPARK_SOURCE, Stage.NATIVE_COUNT, Stage.NATIVE_REDUCE)
+        return self in (
+            Stage.DIRECT_READ,
+            Stage.LOW_LATENCY,
+            Stage.SPARK_SOURCE,
+            Stage.NATIVE_COUNT,
+            Stage.NATIVE_REDUCE,
+        )
 
     @property
     def holds_batches(self) -> bool:
@@ -225,6 +233,13 @@ class PhysicalPlan:
                 f"  Query {q.name} [{q.stage.value}], level {q.level}: sub-topologies {members}{tasks}"
             )
             lines.append(f"    micro-batch cap: {q.cap}")
+            if q.stage is Stage.LOW_LATENCY:
+                batch = f"{self.settings.low_latency_batch_ms:,} ms"
+                lines.append(
+                    f"    long-running tasks: each micro-batch runs {batch}; every commit.interval.ms a "
+                    "task waits for its output's delivery, then commits its input offsets to the "
+                    f"{self.application_id} group"
+                )
             for s in q.subtopologies:
                 tasks_s = "?" if s.tasks is None else str(s.tasks)
                 lines.append(f"    Sub-topology {s.subtopology}: {s.stage.value}, {tasks_s} tasks")
@@ -336,8 +351,15 @@ def _subtopology(
     else:
         consumer, why_not = _direct_read(config, settings)
         decisions.append(Decision("direct read", consumer is not None, why_not))
+        if consumer is None and settings.low_latency:
+            decisions.append(Decision("low latency", False, "it needs the direct read"))
         if consumer is not None:
             stage = Stage.DIRECT_READ
+            if settings.low_latency:
+                why_not_ll = _low_latency_blocker(config)
+                decisions.append(Decision("low latency", not why_not_ll, why_not_ll))
+                if not why_not_ll:
+                    stage = Stage.LOW_LATENCY
         elif len(sources) > 1:
             # Spark's Kafka source gives each Spark task one topic-partition; a Kafka Streams task
             # takes the records of all its topics by head timestamp, so its rows are grouped by task.
@@ -356,7 +378,7 @@ def _subtopology(
         decisions.append(Decision("fused chain", fused, blocker or ""))
     chooses = any(builder.chooses_topic_per_record(n) for n in nodes)
     user_code = sorted(set(nodes) & builder.user_code_processors())
-    wall_clock = stage is Stage.ENGINE and bool(user_code)
+    wall_clock = stage in (Stage.ENGINE, Stage.LOW_LATENCY) and bool(user_code)
     if stage is Stage.ENGINE:
         decisions.append(
             Decision(
@@ -366,6 +388,10 @@ def _subtopology(
                 if wall_clock
                 else "no Processor API code: a micro-batch runs only when there is input",
             )
+        )
+    elif wall_clock:
+        decisions.append(
+            Decision("wall-clock punctuation", True, f"{', '.join(user_code)} may schedule it: between polls")
         )
     return SubtopologyPlan(
         subtopology,
@@ -431,6 +457,15 @@ def _direct_read(config: StreamsConfig, settings: RunnerSettings) -> tuple[dict[
     return consumer_config(",".join(config.bootstrap_servers()), group, {**settings_ok, **connection}), ""
 
 
+def _low_latency_blocker(config: StreamsConfig) -> str:
+    """Why a directly read stateless sub-topology cannot run in long-running tasks ("" if it can)."""
+    if config.processing_guarantee() == "exactly_once_v2":
+        # Each in-task commit would be a transaction of its own, with no micro-batch to name it:
+        # not built. Output is visible only at a commit under exactly-once in any case.
+        return "not under exactly_once_v2 (its output is visible only at each commit)"
+    return ""
+
+
 def _queries(
     application_id: str, subs: list[SubtopologyPlan], settings: RunnerSettings
 ) -> tuple[QueryPlan, ...]:
@@ -438,12 +473,14 @@ def _queries(
     grouped: dict[tuple[int, Stage], list[SubtopologyPlan]] = {}
     alone: list[list[SubtopologyPlan]] = []
     for s in subs:
-        if s.stage.shares_queries:
+        if s.stage is Stage.LOW_LATENCY:
+            grouped.setdefault((-1, s.stage), []).append(s)  # one query (Stage.shares_queries)
+        elif s.stage.shares_queries:
             grouped.setdefault((s.level, s.stage), []).append(s)
         else:
             alone.append([s])
     members = [*grouped.values(), *alone]
-    members.sort(key=lambda m: (m[0].level, m[0].subtopology))
+    members.sort(key=lambda m: (min(s.level for s in m), m[0].subtopology))
     return tuple(_query(application_id, m, settings) for m in members)
 
 
@@ -461,12 +498,19 @@ def _query(application_id: str, members: list[SubtopologyPlan], settings: Runner
         suffix = f"subtopologies-{ids[0]}-to-{ids[-1]}-{len(ids)}-{digest}"
     stage = members[0].stage
     cap, why = _cap(members, stage, settings)
-    return QueryPlan(f"{application_id}-{suffix}", suffix, stage, members[0].level, tuple(members), cap, why)
+    if stage is Stage.LOW_LATENCY:
+        # Its checkpoint holds another kind of offsets than a micro-batch query's of the same
+        # sub-topologies: a switch of the setting is a changed plan (runner._check_checkpoints).
+        suffix += "-low-latency"
+    level = min(s.level for s in members)
+    return QueryPlan(f"{application_id}-{suffix}", suffix, stage, level, tuple(members), cap, why)
 
 
 def _cap(members: list[SubtopologyPlan], stage: Stage, settings: RunnerSettings) -> tuple[int | None, str]:
     """Spark's ``maxOffsetsPerTrigger`` for a query: see :data:`STATEFUL_RECORDS_PER_TASK` and
     :data:`~kspark.runtime.spark.settings.SETTINGS`."""
+    if stage is Stage.LOW_LATENCY:
+        return None, "none: its long-running tasks take records as they arrive"
     several = [s.subtopology for s in members if len(s.source_topics) > 1]
     if several:
         # Spark splits a cap over partitions by lag: a join's small table topic would trail its

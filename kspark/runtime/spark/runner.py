@@ -51,10 +51,11 @@ from kspark.runtime.spark.direct_source import register as register_direct_sourc
 from kspark.runtime.spark.kafka_io import (
     WRITTEN_DDL,
     OffsetLister,
-    committed_offsets,
+    group_start,
     producer_config,
     read_kafka,
 )
+from kspark.runtime.spark.low_latency import create_control_topic, low_latency_stage, request_stop, slots_for
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
 from kspark.runtime.spark.metrics import (
     CLIENT_GROUP,
@@ -289,6 +290,8 @@ class SparkRunner:
         create_topics(settings, to_create, "internal")
         self.physical = None
         plan = self.plan()
+        if any(q.stage is Stage.LOW_LATENCY for q in plan.queries):
+            create_control_topic(self.config)
         self._check_checkpoints(plan)
         homes, refused, logged = store_homes(plan, self.builder, self.config.application_id())
         create_changelog_topics(
@@ -382,46 +385,14 @@ class SparkRunner:
         )
 
     def _committed_start(self, query: QueryPlan, partitions: Mapping[str, int]) -> dict[str, dict[str, int]]:
-        """Where a query without a checkpoint starts, per topic -> partition: the offsets the
-        ``<application.id>`` group committed (``kspark reset`` writes them, an exactly-once run
-        commits them), into what the log still holds, as a new Kafka Streams instance starts from
-        its group's offsets. Partitions without one start at ``auto.offset.reset``; a query with
-        a checkpoint goes on from it."""
+        """Where a query without a checkpoint starts (kafka_io.group_start); one with a checkpoint
+        goes on from it."""
         if _has_batches(self.checkpoint_dir(query)):
             return {}
-        from confluent_kafka import Consumer
-
-        settings = librdkafka_client(self.config.originals(), "consumer")
-        consumer = Consumer(
-            {
-                **settings,
-                "group.id": self.config.application_id(),
-                "enable.auto.commit": False,
-                "logger": _log,
-            }
-        )
-        try:
-            wanted = [(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
-            committed = {
-                (tp.topic, tp.partition): tp.offset for tp in committed_offsets(consumer, wanted, 60.0)
-            }
-        finally:
-            consumer.close()
-        committed = {tp: offset for tp, offset in committed.items() if offset >= 0}
-        if not committed:
-            return {}
-        lister = OffsetLister(
-            settings["bootstrap.servers"], settings=librdkafka_security(self.config.originals(), "admin")
-        )
-        first = lister.offsets(committed, latest=False)
-        last = lister.offsets(committed, latest=True)
-        out: dict[str, dict[str, int]] = {}
-        for (topic, partition), offset in committed.items():
-            out.setdefault(topic, {})[str(partition)] = min(
-                max(offset, first[(topic, partition)]), last[(topic, partition)]
-            )
-        _log.info("%s starts from the offsets its group committed: %s", query.name, out)
-        return out
+        start = group_start(self.config, partitions)
+        if start:
+            _log.info("%s starts from the offsets its group committed: %s", query.name, start)
+        return start
 
     def _stage(self, query: QueryPlan, *, continuous: bool) -> tuple[DataFrame, Any]:
         """The query's streaming DataFrame and the ``foreachBatch`` tail to run over its rows (or None)."""
@@ -436,11 +407,16 @@ class SparkRunner:
         bootstrap = ",".join(self.config.bootstrap_servers())
         cap = query.max_offsets_per_trigger
         start_at = self._committed_start(query, partitions)
-        if query.stage is Stage.DIRECT_READ:
+        if query.stage in (Stage.DIRECT_READ, Stage.LOW_LATENCY):
             consumer = query.subtopologies[0].consumer
             assert consumer is not None
             admin = librdkafka_security(self.config.originals(), "admin")
             direct = DirectPlan.of(bootstrap, partitions, starting, cap, consumer, by_topic, admin, start_at)
+            if query.stage is Stage.LOW_LATENCY:
+                slots = slots_for(self.spark, self.plan())
+                return low_latency_stage(
+                    self.spark, direct, self.config, self.settings.low_latency_batch_ms, slots
+                ), None
             register_direct_source(self.spark)
             return self.spark.readStream.format(SOURCE_NAME).options(**direct.options()).load(), None
         options = spark_source_options(self.config.originals())
@@ -597,6 +573,8 @@ class SparkRunner:
         )
         if available_now:
             writer = writer.trigger(availableNow=True)
+        elif query.stage is Stage.LOW_LATENCY:
+            writer = writer.trigger(processingTime="0 seconds")  # each batch lasts its tasks' run
         else:
             writer = writer.trigger(processingTime=f"{self.config.commit_interval_ms()} milliseconds")
         use_local_checkpoint_files(self.spark, self.config.state_dir())
@@ -761,6 +739,11 @@ class SparkRunner:
         deadline = time.monotonic() + drain_seconds if math.isfinite(drain_seconds) else math.inf
         drained = True
         errors = []
+        low_latency = (
+            [q for q in self.plan().queries if q.stage is Stage.LOW_LATENCY] if self.physical else []
+        )
+        if drain_seconds > 0 and low_latency and any(q.isActive for q in self.queries):
+            request_stop(self.config)  # its running batch ends now rather than at its deadline
         for q in list(self.queries):
             try:
                 if drain_seconds > 0:

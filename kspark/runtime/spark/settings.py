@@ -26,6 +26,8 @@ __all__ = [
     "MAX_OFFSETS_PER_TRIGGER",
     "NATIVE_LOWERING",
     "DIRECT_READ",
+    "LOW_LATENCY",
+    "LOW_LATENCY_BATCH_MS",
     "SPILL_ROWS",
     "PROMETHEUS_PORT",
     "CLASS_DATA_SHARING",
@@ -44,6 +46,11 @@ PROMETHEUS_PORT = "spark.kspark.prometheusPort"
 CLASS_DATA_SHARING = "spark.kspark.classDataSharing"
 QUERY_SERVER_PROCESS = "spark.kspark.queryServerProcess"
 PROCESSING_NICE = "spark.kspark.processingNice"
+LOW_LATENCY = "spark.kspark.lowLatency"
+LOW_LATENCY_BATCH_MS = "spark.kspark.lowLatencyBatchMs"
+
+DEFAULT_LOW_LATENCY_BATCH_MS = 60_000
+"""How long a low-latency query's micro-batch (its long-running tasks) lasts by default."""
 
 DEFAULT_SPILL_ROWS = 1_000_000
 """Rows of one task's batch held as pandas frames (~150 MB) before the batch goes to disk."""
@@ -120,6 +127,27 @@ SETTINGS: tuple[Setting, ...] = (
         "through Spark's Kafka source.",
     ),
     Setting(
+        LOW_LATENCY,
+        "low_latency",
+        "boolean",
+        False,
+        "Stateless sub-topologies (read directly, at_least_once) run in long-running Spark tasks "
+        "that process each record as it arrives and commit their input offsets to the "
+        "application.id consumer group every commit.interval.ms, as a Kafka Streams thread does, "
+        "instead of in a micro-batch per trigger. The query holds its task slots for its whole "
+        "run. The plan says where it cannot apply and why.",
+    ),
+    Setting(
+        LOW_LATENCY_BATCH_MS,
+        "low_latency_batch_ms",
+        "positive integer",
+        DEFAULT_LOW_LATENCY_BATCH_MS,
+        "How long each micro-batch of a low-latency query runs its tasks (ms). Between two, the "
+        "records that arrive wait for the next batch's tasks, about 0.2 s; Spark records the "
+        "query's progress, and metrics() its counts, once a batch. KafkaStreams.close() ends the "
+        "running batch at once.",
+    ),
+    Setting(
         SPILL_ROWS,
         "spill_rows",
         "positive integer",
@@ -178,6 +206,8 @@ class RunnerSettings:
     max_offsets_per_trigger: int | None = None
     native_lowering: bool = True
     direct_read: bool = True
+    low_latency: bool = False
+    low_latency_batch_ms: int = DEFAULT_LOW_LATENCY_BATCH_MS
     spill_rows: int = DEFAULT_SPILL_ROWS
     prometheus_port: int | None = None
     class_data_sharing: bool = True

@@ -110,6 +110,7 @@ __all__ = [
     "warm_stateless_task",
     "process_stateless",
     "process_stateless_feeds",
+    "punctuate_stateless",
     "TopologySpec",
     "StatelessStage",
     "TaskStage",
@@ -352,6 +353,14 @@ def process_stateless(
         records = raw_records(topic, partition, offsets, timestamps, keys, values, headers, to_headers)
         warm.task.add_records(topic, partition, records)
     sender.send(_run(warm.task))
+
+
+def punctuate_stateless(spec: TopologySpec, partition: int) -> list[OutputRecord]:
+    """What a stateless sub-topology's task forwards from wall-clock punctuation due now (a
+    low-latency task calls it between polls, input or not)."""
+    task = warm_stateless_task(spec, partition).task
+    refresh_wall_clock(task)
+    return _run(task)
 
 
 def process_stateless_feeds(spec: TopologySpec, sender: Sender, partition: int, feeds: list[Feed]) -> None:
