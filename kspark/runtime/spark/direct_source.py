@@ -41,7 +41,7 @@ import logging
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -74,6 +74,8 @@ __all__ = [
     "OffsetRange",
     "TaskRanges",
     "direct_consumer_settings",
+    "plan_of_options",
+    "plan_options",
     "process_ranges",
     "rate_limit",
     "to_headers",
@@ -160,18 +162,32 @@ class DirectPlan:
 
     def options(self) -> dict[str, str]:
         """Data source options carrying this plan (Spark passes options as strings)."""
-        from pyspark import cloudpickle
-
-        pickled: bytes = cloudpickle.dumps(self)  # type: ignore[no-untyped-call]
-        return {"plan": base64.b64encode(pickled).decode("ascii")}
+        return plan_options(self)
 
     @staticmethod
     def of_options(options: Mapping[str, str]) -> DirectPlan:
-        import pickle
+        return plan_of_options(options, DirectPlan)
 
-        plan = pickle.loads(base64.b64decode(options["plan"]))
-        assert isinstance(plan, DirectPlan)
-        return plan
+
+P = TypeVar("P")
+
+
+def plan_options(plan: object) -> dict[str, str]:
+    """A data source's options carrying ``plan``, pickled (Spark passes options as strings)."""
+    from pyspark import cloudpickle
+
+    pickled: bytes = cloudpickle.dumps(plan)  # type: ignore[no-untyped-call]
+    return {"plan": base64.b64encode(pickled).decode("ascii")}
+
+
+def plan_of_options(options: Mapping[str, str], kind: type[P]) -> P:
+    """The plan :func:`plan_options` put in ``options``, checked to be a ``kind``."""
+    import pickle
+
+    plan = pickle.loads(base64.b64decode(options["plan"]))
+    if not isinstance(plan, kind):
+        raise StreamsException(f"the data source's plan is a {type(plan).__name__}, not a {kind.__name__}")
+    return plan
 
 
 @dataclass(frozen=True)

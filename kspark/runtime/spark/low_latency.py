@@ -36,7 +36,6 @@ stable offset when the run started, as the direct read does, and commits.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import time
@@ -47,7 +46,15 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, SupportsTriggerAvailableNow
 
-from kspark.runtime.spark.direct_source import READ_DDL, DirectPlan, OffsetRange, process_ranges, to_headers
+from kspark.runtime.spark.direct_source import (
+    READ_DDL,
+    DirectPlan,
+    OffsetRange,
+    plan_of_options,
+    plan_options,
+    process_ranges,
+    to_headers,
+)
 from kspark.runtime.spark.kafka_io import OffsetLister, committed_offsets
 from kspark.runtime.spark.warm_pool import WarmPool
 
@@ -113,18 +120,11 @@ class LowLatencyPlan:
 
     def options(self) -> dict[str, str]:
         """Data source options carrying this plan (Spark passes options as strings)."""
-        from pyspark import cloudpickle
-
-        pickled: bytes = cloudpickle.dumps(self)  # type: ignore[no-untyped-call]
-        return {"plan": base64.b64encode(pickled).decode("ascii")}
+        return plan_options(self)
 
     @staticmethod
     def of_options(options: Mapping[str, str]) -> LowLatencyPlan:
-        import pickle
-
-        plan = pickle.loads(base64.b64decode(options["plan"]))
-        assert isinstance(plan, LowLatencyPlan)
-        return plan
+        return plan_of_options(options, LowLatencyPlan)
 
     def kafka_tasks(self) -> list[KafkaTask]:
         """The query's Kafka Streams tasks: one per sub-topology and partition of its widest input

@@ -17,20 +17,13 @@ from kspark.processor.api import Processor, ProcessorContext, PunctuationType, R
 from kspark.runtime.spark.low_latency import KafkaTask, LowLatencyPlan, slots_for
 from kspark.runtime.spark.plan import PhysicalPlan, Stage, physical_plan
 from kspark.serde import Serdes
+from tests.runtime.spark.test_direct_source import _upper  # the direct read tests' filter-and-map
 
 pyspark_cloudpickle = pytest.importorskip("pyspark.cloudpickle")
 pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 S = Serdes.String()
 LOW = {"spark.kspark.lowLatency": "true"}
-
-
-def _upper(src: str, dst: str) -> Topology:
-    b = StreamsBuilder()
-    b.stream(src, Consumed.with_(S, S)).filter(lambda k, v: not v.startswith("drop")).map_values(
-        lambda v: v.upper()
-    ).to(dst, Produced.with_(S, S))
-    return b.build()
 
 
 def _with_count(src: str, dst: str, counts: str) -> Topology:
