@@ -73,6 +73,13 @@ class RunBatch:
         # DataFrame for them is a JVM round trip at every micro-batch.
         self._columns: frozenset[str] | None = None
 
+    def release(self) -> None:
+        """Drop what the function calls back into (its query has stopped): py4j keeps the
+        function for as long as the JVM holds its proxy, which must not keep the runner alive."""
+        self.on_batch = None
+        self.after_collect = None
+        self.tail = None
+
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         self.idle.clear()
         try:

@@ -404,6 +404,11 @@ class OffsetLister:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_admin": None}
 
+    def close(self) -> None:
+        """Let the admin client go (it connects to the cluster until dropped); a later call to
+        :meth:`offsets` opens another."""
+        self._admin = None
+
     def offsets(
         self, partitions: Iterable[tuple[str, int]], *, latest: bool, committed: bool = True
     ) -> dict[tuple[str, int], int]:
@@ -419,7 +424,11 @@ class OffsetLister:
         deadline = time.monotonic() + OFFSETS_RETRY_SECONDS
         while True:
             if self._admin is None:
-                self._admin = AdminClient({**self.settings, "bootstrap.servers": self.bootstrap_servers})
+                # Its log lines through Python logging: librdkafka's own printer would write to
+                # stderr, once a second, for as long as a lister outlives its cluster.
+                conf: dict[str, Any] = {**self.settings, "bootstrap.servers": self.bootstrap_servers}
+                # confluent-kafka takes a logging.Logger here; its type stub says only str or number
+                self._admin = AdminClient({**conf, "logger": _log})  # type: ignore[dict-item]
             isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
             futures = self._admin.list_offsets(
                 request, isolation_level=isolation, request_timeout=self.request_timeout_s
@@ -442,7 +451,11 @@ class OffsetLister:
                         ) from e
                 return out
             except _Retry as retry:
-                _log.warning("listing offsets on %s: %r; retrying", self.bootstrap_servers, retry.__cause__)
+                # The error's text, not the error: a handler that keeps records (pytest's) would keep
+                # its traceback's frames, and every object they hold, alive.
+                _log.warning(
+                    "listing offsets on %s: %s; retrying", self.bootstrap_servers, repr(retry.__cause__)
+                )
                 self._admin = None  # its metadata may be what is stale
                 time.sleep(1.0)
 
@@ -504,7 +517,7 @@ def committed_offsets(consumer: Any, partitions: Sequence[tuple[str, int]], time
             error, where = e, ", ".join(f"{t}[{p}]" for t, p in partitions)
         if not passing(error) or time.monotonic() >= deadline:
             raise StreamsException(f"Reading the committed offsets of {where}: {error}") from error
-        _log.warning("reading the committed offsets of %s: %s; retrying", where, error)
+        _log.warning("reading the committed offsets of %s: %s; retrying", where, str(error))  # text: above
         time.sleep(0.5)
 
 

@@ -226,6 +226,7 @@ class ProgressListener:
         self._listener: Any = None
         # Told of every committed batch of a watched query: (query, batch id, where it ended).
         self.on_commit: Callable[[str, int, dict[tuple[str, int], int]], None] | None = None
+        self._json_listener: _JsonProgressListener | None = None  # what the JVM calls (attach)
 
     def on_progress(
         self,
@@ -289,8 +290,9 @@ class ProgressListener:
 
                 if not hasattr(self, "_jlistenerobj"):
                     assert SparkContext._jvm is not None
+                    owner._json_listener = _JsonProgressListener(owner.on_progress_json)
                     self._jlistenerobj = SparkContext._jvm.PythonStreamingQueryListenerWrapper(
-                        _JsonProgressListener(owner.on_progress_json)
+                        owner._json_listener
                     )
                 return self._jlistenerobj
 
@@ -306,6 +308,11 @@ class ProgressListener:
         if self._listener is not None:
             spark.streams.removeListener(self._listener)
             self._listener = None
+        if self._json_listener is not None:
+            # py4j keeps the object the JVM was handed for as long as the JVM holds its proxy,
+            # maybe for the process's life: it must not keep this listener (and its runner).
+            self._json_listener.on_progress = lambda progress: None
+            self._json_listener = None
 
     def snapshot(self) -> dict[str, QueryMetrics]:
         with self.lock:

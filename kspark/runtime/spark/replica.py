@@ -335,6 +335,8 @@ class StoreReplicas:
             self._thread.join(timeout=30)
         for task in self._tasks.values():
             task.close()
+        if self._lister is not None:
+            self._lister.close()
 
     def _follow(self) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition

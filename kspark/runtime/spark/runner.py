@@ -564,6 +564,9 @@ class SparkRunner:
             _log.warning("no streaming query listener, so metrics() reports no batches: %s", e)
         after = self.replicas.after_batch(query.name) if self.replicas is not None else None
         run_batch = RunBatch(self._on_batch, tail, self._stopping, after)
+        replaced = self._batch_functions.get(query.name)
+        if replaced is not None:
+            replaced.release()  # its query has ended (an availableNow run, a failed query)
         self._batch_functions[query.name] = run_batch
         writer = (
             stage.writeStream.queryName(query.name)
@@ -752,6 +755,8 @@ class SparkRunner:
             except Exception as e:  # keep stopping the others, then report
                 errors.append(e)
         self.queries.clear()
+        for run_batch in self._batch_functions.values():
+            run_batch.release()
         self._batch_functions.clear()
         self._lag_lister = None  # its admin client goes with it, before the cluster may
         try:

@@ -852,3 +852,26 @@ def test_python_workers_started_ahead_serve_the_first_batch(
     config = _config(kafka, tmp_path, "warm-daemon", **{"spark.kspark.nativeLowering": "false"})
     assert _run(topology(src, dst), config, spark) == 1
     assert _python_daemons(spark) == started
+
+
+def test_a_closed_application_leaves_nothing_of_its_runner_behind(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    """py4j keeps the foreachBatch functions and the progress listener that the JVM was handed for
+    as long as the JVM holds their proxies: they must not hold the runner, whose admin clients
+    would stay connected (and print librdkafka's reconnect errors to stderr once the cluster is
+    gone) for the life of the process."""
+    import gc
+    import weakref
+
+    src, dst = topic_factory("in", partitions=1), topic_factory("out", partitions=1)
+    kafka.produce(src, [(b"k", b"v", 1_000)])
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).group_by_key().count().to_stream().to(dst)
+    app = KafkaStreams(b.build(), _config(kafka, tmp_path, "leaves-nothing"), spark=spark)
+    assert app.process_available() == 1
+    runner = weakref.ref(app._ensure_runner())  # type: ignore[attr-defined]
+    app.close()
+    del app
+    gc.collect()
+    assert runner() is None
