@@ -73,6 +73,7 @@ __all__ = [
     "KafkaLowLatencySource",
     "control_topic",
     "create_control_topic",
+    "GroupPositions",
     "low_latency_stage",
     "request_stop",
     "slots_for",
@@ -209,7 +210,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start = self._listed(latest=self.plan.direct.starting == "latest")
         for topic, starts in self.plan.direct.start_at.items():
             start[topic].update(starts)
-        return {"epoch": 0, "from": start, "until": None, "at": {}}
+        return {"epoch": 0, "from": start, "until": None}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable()
@@ -221,19 +222,19 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         control = self._lister.offsets([(self.plan.control, 0)], latest=True)[(self.plan.control, 0)]
         if control > self.plan.control_from:
             return start  # KafkaStreams.close() asked this run to stop: no batch after the one it ended
+        if self._available_now is None:
+            return {"epoch": int(start["epoch"]) + 1, "from": start["from"], "until": None}
+        until = self._available_now
         committed = self._committed()
         # Where each partition is: its group offset, else where the query started it.
-        at = {
-            t: {p: committed.get(t, {}).get(p, o) for p, o in starts.items()}
-            for t, starts in start["from"].items()
-        }
-        if self._available_now is None:
-            return {"epoch": int(start["epoch"]) + 1, "from": start["from"], "until": None, "at": at}
-        until = self._available_now
-        behind = any(at[t][p] < end for t, ends in until.items() for p, end in ends.items())
+        behind = any(
+            committed.get(t, {}).get(p, start["from"][t][p]) < end
+            for t, ends in until.items()
+            for p, end in ends.items()
+        )
         if not behind or start.get("until") == until:
             return start  # nothing to read: availableNow ends
-        return {"epoch": int(start["epoch"]) + 1, "from": start["from"], "until": until, "at": at}
+        return {"epoch": int(start["epoch"]) + 1, "from": start["from"], "until": until}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """The query's Kafka Streams tasks spread over its Spark tasks, round robin: each Spark task
@@ -494,6 +495,39 @@ class KafkaLowLatencySource(DataSource):
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return _Reader(LowLatencyPlan.of_options(self.options))
+
+
+class GroupPositions:
+    """Where the ``<application.id>`` group is: a low-latency query's progress, which its tasks
+    commit there every ``commit.interval.ms`` (its Spark batches end only once a minute)."""
+
+    def __init__(self, config: StreamsConfig) -> None:
+        from kspark.runtime.kafka_clients import librdkafka_client
+
+        self._settings = librdkafka_client(config.originals(), "consumer")
+        self._group = config.application_id()
+        self._consumer: Any = None
+
+    def ends(self, plan: PhysicalPlan, partitions: Mapping[str, int]) -> dict[str, dict[TopicPartition, int]]:
+        """Per low-latency query of ``plan``, its input partitions' committed offsets (the
+        partitions without one left out): what its lag metrics count from."""
+        from kspark.runtime.spark.plan import Stage
+
+        queries = [q for q in plan.queries if q.stage is Stage.LOW_LATENCY]
+        if not queries:
+            return {}
+        if self._consumer is None:
+            self._consumer = _open_group_consumer(self._settings, self._group)
+        wanted = [(t, p) for q in queries for t in q.source_topics for p in range(partitions.get(t, 0))]
+        got = {(tp.topic, tp.partition): tp.offset for tp in committed_offsets(self._consumer, wanted, 10.0)}
+        return {
+            q.name: {tp: o for tp, o in got.items() if tp[0] in q.source_topics and o >= 0} for q in queries
+        }
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
 
 
 def slots_for(spark: SparkSession, plan: PhysicalPlan) -> int:

@@ -418,8 +418,8 @@ def end_offsets(progress: Mapping[str, Any] | None) -> dict[tuple[str, int], int
                 continue
         if not isinstance(end, dict):
             continue
-        if "epoch" in end:  # a low-latency query's batch: the group's offsets it was planned at
-            end = end.get("at") or {}
+        if "epoch" in end:  # a low-latency query's batch (low_latency.py): the group has the ends
+            continue
         for topic, partitions in end.items():
             if isinstance(partitions, dict):
                 for partition, offset in partitions.items():

@@ -55,7 +55,13 @@ from kspark.runtime.spark.kafka_io import (
     producer_config,
     read_kafka,
 )
-from kspark.runtime.spark.low_latency import create_control_topic, low_latency_stage, request_stop, slots_for
+from kspark.runtime.spark.low_latency import (
+    GroupPositions,
+    create_control_topic,
+    low_latency_stage,
+    request_stop,
+    slots_for,
+)
 from kspark.runtime.spark.lowering import CountTail, count_plan, has_headers, store_key
 from kspark.runtime.spark.metrics import (
     CLIENT_GROUP,
@@ -187,6 +193,7 @@ class SparkRunner:
         # Kafka's sample window: metrics.num.samples windows of metrics.sample.window.ms.
         window_s = int(config["metrics.sample.window.ms"]) * int(config["metrics.num.samples"]) / 1000
         self._lag_lister: OffsetLister | None = None
+        self._group_positions = GroupPositions(config)  # a low-latency query's ends
         self.progress = ProgressListener(
             lambda name: name in self._batch_functions, self._records_of, window_s
         )
@@ -219,6 +226,8 @@ class SparkRunner:
             )
         lister = self._lag_lister
         ends = {name: m.ends for name, m in queries.items() if m.ends}
+        if self.queries and self.physical is not None:
+            ends.update(self._group_positions.ends(self.physical, self.partitions))
         out.update(lag_metrics(ends, lambda tps: lister.offsets(tps, latest=True)))
         alive = sum(1 for q in list(self.queries) if q.isActive)
         out[MetricName.of("alive-stream-threads", CLIENT_GROUP, client_id=self.config.application_id())] = (
@@ -759,6 +768,7 @@ class SparkRunner:
             run_batch.release()
         self._batch_functions.clear()
         self._lag_lister = None  # its admin client goes with it, before the cluster may
+        self._group_positions.close()
         try:
             self.progress.detach(self.spark)
         except Exception as e:  # the session may be gone already; nothing listens any more either way

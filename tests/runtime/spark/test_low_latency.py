@@ -157,6 +157,9 @@ def test_records_are_processed_while_a_batch_runs_and_a_restart_goes_on_from_the
             assert _wait_for(lambda want=want: _values(kafka, dst) == want, 20), (wave, _values(kafka, dst))
         # Every commit.interval.ms the tasks commit their offsets to the application's group.
         assert _wait_for(lambda: _committed(kafka, "ll-run", src, 3) == [30, 30, 30], 10)
+        # The lag metrics read the group: caught up, while the first (ten-minute) batch still runs.
+        lags = {m.tags["partition"]: v for m, v in app.metrics().items() if m.name == "records-lag"}
+        assert lags == {"0": 0.0, "1": 0.0, "2": 0.0}
     finally:
         closing = time.monotonic()
         assert app.close() is True  # the running batch ended and committed
