@@ -138,7 +138,7 @@ def _kspark_cluster(spec: dict[str, Any], args: argparse.Namespace) -> list[str]
 
 
 def _kspark_low_latency(spec: dict[str, Any], args: argparse.Namespace) -> list[str]:
-    """kspark with ``spark.kspark.lowLatency``: stateless sub-topologies in long-running tasks."""
+    """kspark with ``spark.kspark.lowLatency``: long-running tasks wherever the plan allows them."""
     spec = {**spec, "extra": {"spark.kspark.lowLatency": "true", **spec.get("extra", {})}}
     return [args.python, "-m", "bench.systems.kspark_app", json.dumps(spec)]
 

@@ -58,6 +58,7 @@ from kspark.runtime.spark.kafka_io import OffsetLister
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from kspark.runtime.spark.low_latency_tasks import StatefulTask
     from kspark.runtime.spark.task_input import FeedChunk
     from kspark.runtime.spark.tasks import Sender, TopologySpec
 
@@ -312,21 +313,29 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 def process_ranges(
-    consumer: Mapping[str, Any], spec: TopologySpec, sender: Sender, ranges: tuple[OffsetRange, ...]
+    consumer: Mapping[str, Any],
+    spec: TopologySpec,
+    sender: Sender,
+    ranges: tuple[OffsetRange, ...],
+    stateful: StatefulTask | None = None,
 ) -> int:
     """One Kafka Streams task's ranges (one per input topic, the same partition) read with warm
     readers of ``consumer``'s settings and run through the task, its output to ``sender``; returns
-    the records read. One topic's range goes a chunk at a time (fused when planned); several
-    topics' through the engine's task, which takes records across them by head timestamp."""
+    the records read. One topic's range of a stateless task goes a chunk at a time (fused when
+    planned); several topics', or a low-latency query's ``stateful`` task's, through the engine's
+    task, which takes records across them by head timestamp."""
     from kspark.runtime.spark.tasks import process_stateless_feeds
 
     counted = [0]
-    if len(ranges) == 1:
+    if len(ranges) == 1 and stateful is None:
         _read_one(consumer, spec, sender, ranges[0], counted)
     else:
         spec.global_replica()
         feeds = [(r.topic, _records(consumer, r, counted)) for r in ranges]
-        process_stateless_feeds(spec, sender, ranges[0].partition, feeds)
+        if stateful is not None:
+            stateful.process(feeds, sender)
+        else:
+            process_stateless_feeds(spec, sender, ranges[0].partition, feeds)
     return counted[0]
 
 

@@ -40,7 +40,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -56,6 +56,7 @@ from kspark.runtime.spark.direct_source import (
     to_headers,
 )
 from kspark.runtime.spark.kafka_io import OffsetLister, committed_offsets
+from kspark.runtime.spark.low_latency_tasks import StatefulTask, is_stateful
 from kspark.runtime.spark.warm_pool import WarmPool
 
 if TYPE_CHECKING:
@@ -118,6 +119,10 @@ class LowLatencyPlan:
     group_consumer: Mapping[str, Any]
     control: str  # the application's control topic (control_topic()), one partition
     control_from: int  # its end when this run of the query started: a record from here ends a batch
+    # Each sub-topology's level (plan.py): under availableNow a batch runs one level's tasks,
+    # the levels in order, up to ``up_to_level`` (None: all).
+    levels: Mapping[int, int] = field(default_factory=dict)
+    up_to_level: int | None = None
 
     def options(self) -> dict[str, str]:
         """Data source options carrying this plan (Spark passes options as strings)."""
@@ -183,6 +188,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.plan = plan
         self._lister = OffsetLister(plan.direct.bootstrap_servers, settings=plan.direct.admin)
         self._available_now: Offsets | None = None
+        self._run_level = -1
         self._group_reader: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -217,6 +223,7 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = self._listed(latest=True)
+        self._run_level = -1  # the level this run's last batch ran
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         control = self._lister.offsets([(self.plan.control, 0)], latest=True)[(self.plan.control, 0)]
@@ -224,17 +231,31 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return start  # KafkaStreams.close() asked this run to stop: no batch after the one it ended
         if self._available_now is None:
             return {"epoch": int(start["epoch"]) + 1, "from": start["from"], "until": None}
-        until = self._available_now
+        # A batch runs one level's tasks, the levels in order, as the micro-batch queries run
+        # levels upstream first: a task that reads topics sub-topologies of this query write finds
+        # them written before it takes records across them by timestamp. A later level reads up to
+        # where its topics end after the levels before it ran; what a level writes to a level
+        # before it (a foreign-key join's responses) waits for process_available()'s next run.
+        until = self._available_now if self._run_level < 0 else self._listed(latest=True)
         committed = self._committed()
         # Where each partition is: its group offset, else where the query started it.
-        behind = any(
-            committed.get(t, {}).get(p, start["from"][t][p]) < end
+        behind = [
+            level
             for t, ends in until.items()
             for p, end in ends.items()
-        )
-        if not behind or start.get("until") == until:
+            if self._run_level < (level := self.plan.levels.get(self.plan.direct.subtopologies[t], 0))
+            and (self.plan.up_to_level is None or level <= self.plan.up_to_level)
+            and committed.get(t, {}).get(p, start["from"][t][p]) < end
+        ]
+        if not behind:
             return start  # nothing to read: availableNow ends
-        return {"epoch": int(start["epoch"]) + 1, "from": start["from"], "until": until}
+        self._run_level = min(behind)
+        return {
+            "epoch": int(start["epoch"]) + 1,
+            "from": start["from"],
+            "until": until,
+            "level": self._run_level,
+        }
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """The query's Kafka Streams tasks spread over its Spark tasks, round robin: each Spark task
@@ -244,7 +265,12 @@ class _Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         deadline = time.time() + self.plan.batch_ms / 1000
         until = end.get("until")
         if until is not None:
-            return [SparkTaskInput((task,), end["from"], until, deadline) for task in tasks]
+            level = end.get("level", 0)
+            return [
+                SparkTaskInput((task,), end["from"], until, deadline)
+                for task in tasks
+                if self.plan.levels.get(task.subtopology, 0) == level
+            ]
         n = max(1, min(self.plan.slots, len(tasks)))
         return [SparkTaskInput(tuple(tasks[i::n]), end["from"], None, deadline) for i in range(n)]
 
@@ -317,29 +343,67 @@ class _TaskRun:
         self.key = json.dumps(self.conf, sort_keys=True, default=str)
         self.partitions = [(t, k.partition) for k in spark_task.tasks for t in k.topics]
         self.committed: dict[TopicPartition, int] = {}
+        self.metadata: dict[TopicPartition, str | None] = {}  # committed with the offsets
+        self.stateful: dict[KafkaTask, StatefulTask | None] = {}  # by task: None if it has no stores
         self.records = 0
         self.written = 0
 
     def _starts(self, consumer: Any) -> dict[TopicPartition, int]:
         """Each partition's group offset, or where the query started it before it had one."""
-        got = {
-            (tp.topic, tp.partition): tp.offset for tp in committed_offsets(consumer, self.partitions, 60.0)
-        }
+        listed = committed_offsets(consumer, self.partitions, 60.0)
+        got = {(tp.topic, tp.partition): tp.offset for tp in listed}
+        self.metadata = {(tp.topic, tp.partition): tp.metadata for tp in listed}
         start = self.spark_task.start
         self.committed = {tp: o for tp, o in got.items() if o >= 0}
         return {tp: self.committed.get(tp, start[tp[0]][str(tp[1])]) for tp in self.partitions}
 
+    def _stateful_task(self, task: KafkaTask) -> StatefulTask | None:
+        """The task's stores and what commits them, restored on first use (None: it has none)."""
+        if task not in self.stateful:
+            spec = self.specs[task.subtopology]
+            self.stateful[task] = (
+                StatefulTask(
+                    spec, task.partition, [self.metadata.get((t, task.partition)) for t in task.topics]
+                )
+                if is_stateful(spec)
+                else None
+            )
+        return self.stateful[task]
+
+    def _flush(self, senders: dict[int, RecordSender]) -> None:
+        """The first half of a commit of the stateful tasks that changed: their stores flushed."""
+        for stateful in self.stateful.values():
+            if stateful is not None and stateful.dirty:
+                stateful.flush(_sender(senders, stateful.spec))
+
     def _commit(self, consumer: Any, positions: Mapping[TopicPartition, int]) -> None:
-        """The group's offsets of the partitions that moved (their output was delivered first)."""
+        """The group's offsets of the partitions that moved (their output was delivered first),
+        with each stateful task's metadata once its changelog writes were delivered too."""
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+        for task, stateful in self.stateful.items():
+            if stateful is not None and stateful.dirty:
+                metadata = stateful.committed()
+                for t in task.topics:
+                    self.metadata[(t, task.partition)] = metadata
         moved = {tp: o for tp, o in positions.items() if self.committed.get(tp) != o}
         if moved:
             consumer.commit(
-                offsets=[KafkaTopicPartition(t, p, o) for (t, p), o in sorted(moved.items())],
+                offsets=[
+                    KafkaTopicPartition(t, p, o, metadata=m)
+                    if (m := self.metadata.get((t, p)))
+                    else KafkaTopicPartition(t, p, o)
+                    for (t, p), o in sorted(moved.items())
+                ],
                 asynchronous=False,
             )
             self.committed.update(moved)
+
+    def _discard(self) -> None:
+        """The run failed: its stateful tasks' stores may hold writes past their last commit."""
+        for stateful in self.stateful.values():
+            if stateful is not None:
+                stateful.discard()
 
     def available_now(self) -> tuple[int, int]:
         """Every partition from its group offset to the batch's end, as the direct read reads a range."""
@@ -360,10 +424,14 @@ class _TaskRun:
                 if not ranges:
                     continue
                 sender = RecordSender(spec.producer_config)
-                self.records += process_ranges(self.plan.direct.consumer, spec, sender, ranges)
+                stateful = self._stateful_task(task)
+                self.records += process_ranges(self.plan.direct.consumer, spec, sender, ranges, stateful)
+                if stateful is not None:
+                    stateful.flush(sender)
                 self.written += sender.close()
                 self._commit(warm.consumer, {(r.topic, r.partition): r.end for r in ranges})
         except BaseException:
+            self._discard()
             warm.close()
             raise
         GROUP_CONSUMERS.give_back(self.key, warm)
@@ -371,7 +439,6 @@ class _TaskRun:
 
     def until_deadline(self) -> tuple[int, int]:
         """Poll, process and produce until the batch's deadline, committing every commit interval."""
-        from kspark.runtime.spark.kafka_io import RecordSender
 
         warm = GROUP_CONSUMERS.borrow(self.key, lambda: _GroupConsumer(self.conf))
         senders: dict[int, RecordSender] = {}
@@ -386,16 +453,16 @@ class _TaskRun:
                 stop = polled.pop(control, None) is not None  # KafkaStreams.close(): end the batch now
                 for task in {tasks[tp] for tp in polled}:
                     spec = self.specs[task.subtopology]
-                    sender = senders.get(task.subtopology) or senders.setdefault(
-                        task.subtopology, RecordSender(spec.producer_config)
+                    self.records += _process(
+                        spec, _sender(senders, spec), task, polled, self._stateful_task(task)
                     )
-                    self.records += _process(spec, sender, task, polled)
                 for tp, messages in polled.items():
                     warm.positions[tp] = messages[-1].offset() + 1
                 self._punctuate(senders)
                 now = time.monotonic()
                 last = stop or time.time() >= self.spark_task.deadline
                 if last or now >= next_commit:
+                    self._flush(senders)
                     for sender in senders.values():
                         self.written += sender.close()  # every record delivered, then the offsets
                     senders.clear()
@@ -404,6 +471,7 @@ class _TaskRun:
                     if last:
                         break
         except BaseException:
+            self._discard()
             warm.close()  # its position is the group's again at the next start
             raise
         GROUP_CONSUMERS.give_back(self.key, warm)
@@ -412,19 +480,29 @@ class _TaskRun:
     def _punctuate(self, senders: dict[int, RecordSender]) -> None:
         """Wall-clock punctuation of the tasks that run Processor API code (``spec.timers``): due
         now, input or not, as on a Kafka Streams thread."""
-        from kspark.runtime.spark.kafka_io import RecordSender
         from kspark.runtime.spark.tasks import punctuate_stateless
 
         for task in self.spark_task.tasks:
             spec = self.specs[task.subtopology]
             if not spec.timers:
                 continue
+            stateful = self._stateful_task(task)
+            if stateful is not None:
+                stateful.punctuate(_sender(senders, spec))
+                continue
             out = punctuate_stateless(spec, task.partition)
             if out:
-                sender = senders.get(task.subtopology) or senders.setdefault(
-                    task.subtopology, RecordSender(spec.producer_config)
-                )
-                sender.send(out)
+                _sender(senders, spec).send(out)
+
+
+def _sender(senders: dict[int, RecordSender], spec: TopologySpec) -> RecordSender:
+    """The run's producer of ``spec``'s sub-topology until the next commit (made on first use)."""
+    from kspark.runtime.spark.kafka_io import RecordSender
+
+    sender = senders.get(spec.subtopology)
+    if sender is None:
+        sender = senders[spec.subtopology] = RecordSender(spec.producer_config)
+    return sender
 
 
 def _by_partition(messages: Sequence[Any]) -> dict[TopicPartition, list[Any]]:
@@ -451,7 +529,11 @@ def _by_partition(messages: Sequence[Any]) -> dict[TopicPartition, list[Any]]:
 
 
 def _process(
-    spec: TopologySpec, sender: RecordSender, task: KafkaTask, polled: Mapping[TopicPartition, list[Any]]
+    spec: TopologySpec,
+    sender: RecordSender,
+    task: KafkaTask,
+    polled: Mapping[TopicPartition, list[Any]],
+    stateful: StatefulTask | None,
 ) -> int:
     """One poll's records of ``task`` through it (a merge's topics across by head timestamp)."""
     from kspark.runtime.spark.task_input import FeedChunk
@@ -469,7 +551,7 @@ def _process(
         for topic in task.topics
         if (ms := polled.get((topic, task.partition)))
     }
-    if len(task.topics) == 1:
+    if len(task.topics) == 1 and stateful is None:
         ((topic, (offsets, timestamps, keys, values, headers)),) = columns.items()
         process_stateless(
             spec, sender, topic, task.partition, offsets, timestamps, keys, values, headers, to_headers
@@ -479,7 +561,10 @@ def _process(
         (topic, iter([FeedChunk(topic, task.partition, *cols, to_headers)]))
         for topic, cols in columns.items()
     ]
-    process_stateless_feeds(spec, sender, task.partition, feeds)
+    if stateful is not None:
+        stateful.process(feeds, sender)
+    else:
+        process_stateless_feeds(spec, sender, task.partition, feeds)
     return sum(len(cols[0]) for cols in columns.values())
 
 
@@ -556,16 +641,33 @@ def control_topic(application_id: str) -> str:
 
 
 def create_control_topic(config: StreamsConfig) -> None:
-    """Create the application's control topic if it does not exist (one partition, a day)."""
+    """Create the application's control topic if it does not exist (one partition, a day), and
+    wait until its partition has a leader: the query lists its end as it starts, and a topic just
+    created has none for a moment ("No leaders found")."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    from kspark.runtime.kafka_clients import create_topics, librdkafka_client
+    from kspark.errors import StreamsException
+    from kspark.runtime.kafka_clients import cluster_metadata, create_topics, librdkafka_client
 
-    topic = NewTopic(
-        control_topic(config.application_id()), num_partitions=1, replication_factor=-1, config=_CONTROL
-    )
-    create_topics(librdkafka_client(config.originals(), "admin"), [topic], "control")
+    name = control_topic(config.application_id())
+    settings = librdkafka_client(config.originals(), "admin")
+    topic = NewTopic(name, num_partitions=1, replication_factor=-1, config=_CONTROL)
+    create_topics(settings, [topic], "control")
+    deadline = time.monotonic() + CONTROL_LEADER_WAIT_S
+    while True:
+        found = cluster_metadata(settings).topics.get(name)
+        partition = found.partitions.get(0) if found is not None and found.error is None else None
+        if partition is not None and partition.leader >= 0:
+            return
+        if time.monotonic() >= deadline:
+            raise StreamsException(
+                f"the control topic {name} has no leader {CONTROL_LEADER_WAIT_S:.0f} s after it was created"
+            )
+        time.sleep(0.1)
 
+
+CONTROL_LEADER_WAIT_S = 30.0
+"""How long ``start()`` waits for the control topic it created to have a leader."""
 
 _CONTROL = {"cleanup.policy": "delete", "retention.ms": str(86_400_000)}
 
@@ -587,7 +689,13 @@ def request_stop(config: StreamsConfig) -> None:
 
 
 def low_latency_stage(
-    spark: SparkSession, direct: DirectPlan, config: StreamsConfig, batch_ms: int, slots: int
+    spark: SparkSession,
+    direct: DirectPlan,
+    config: StreamsConfig,
+    batch_ms: int,
+    slots: int,
+    levels: Mapping[int, int],
+    up_to_level: int | None = None,
 ) -> DataFrame:
     """The streaming DataFrame of a low-latency query over ``direct``'s topics and sub-topologies."""
     from kspark.runtime.kafka_clients import librdkafka_client
@@ -604,6 +712,8 @@ def low_latency_stage(
         librdkafka_client(config.originals(), "consumer"),
         control,
         lister.offsets([(control, 0)], latest=True)[(control, 0)],
+        levels,
+        up_to_level,
     )
     register(spark, KafkaLowLatencySource)
     return spark.readStream.format(SOURCE_NAME).options(**plan.options()).load()

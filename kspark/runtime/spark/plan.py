@@ -48,6 +48,7 @@ from kspark.runtime.spark.settings import DIRECT_READ, MAX_OFFSETS_PER_TRIGGER, 
 
 if TYPE_CHECKING:
     from kspark.processor.internals.builder import InternalTopologyBuilder
+    from kspark.processor.internals.nodes import ProcessorTopology
     from kspark.processor.topology import Topology
 
 __all__ = [
@@ -145,7 +146,7 @@ class SubtopologyPlan:
 
     @property
     def stateful(self) -> bool:
-        return self.stage.stateful
+        return self.stage.stateful or bool(self.stores)  # a low-latency task may hold stores
 
     def summary(self) -> str:
         fused = ", fused" if self.fused else ""
@@ -327,7 +328,23 @@ def _subtopology(
     built = builder.build_topology(nodes)  # fresh processors, as a task gets them; nothing runs
     native: NativeCount | None = None
     consumer = None
-    if stores:
+    low_latency = ""
+    if stores and settings.low_latency:
+        consumer, low_latency = _direct_read(config, settings)
+        low_latency = (
+            "it needs the direct read"
+            if consumer is None
+            else _low_latency_blocker(config) or _stores_blocker(builder, built, stores, sources, config)
+        )
+        decisions.append(Decision("low latency", not low_latency, low_latency))
+        if low_latency:
+            consumer = None
+    if stores and settings.low_latency and not low_latency:
+        # The engine's tasks, their stores restored from their changelog topics as Kafka Streams
+        # restores them: what the user asked for wins over lowering a count into Spark's own
+        # aggregation, which only runs in micro-batches.
+        stage, fused = Stage.LOW_LATENCY, False
+    elif stores:
         lowered = lower(builder, nodes, config, settings)
         if isinstance(lowered, str):
             decisions.append(Decision("native lowering", False, lowered))
@@ -458,11 +475,37 @@ def _direct_read(config: StreamsConfig, settings: RunnerSettings) -> tuple[dict[
 
 
 def _low_latency_blocker(config: StreamsConfig) -> str:
-    """Why a directly read stateless sub-topology cannot run in long-running tasks ("" if it can)."""
+    """Why a directly read sub-topology cannot run in long-running tasks ("" if it can)."""
     if config.processing_guarantee() == "exactly_once_v2":
         # Each in-task commit would be a transaction of its own, with no micro-batch to name it:
         # not built. Output is visible only at a commit under exactly-once in any case.
         return "not under exactly_once_v2 (its output is visible only at each commit)"
+    return ""
+
+
+def _stores_blocker(
+    builder: InternalTopologyBuilder,
+    built: ProcessorTopology,
+    stores: tuple[str, ...],
+    sources: tuple[str, ...],
+    config: StreamsConfig,
+) -> str:
+    """Why a stateful sub-topology's stores keep it out of long-running tasks ("" if they do not).
+    Such a task commits as a Kafka Streams thread does (its input offsets to the group, its state
+    to its changelog topics) and restores its stores from those topics alone, so every store must
+    be one that its own compacted changelog topic restores exactly."""
+    from kspark.runtime.spark.store_restore import topic_restore_blocker
+    from kspark.state.internals.versioned import VersionedKeyValueStoreBuilder
+
+    read_only = set(builder.read_only_store_names())
+    for store in stores:
+        store_builder = builder.store_builder(store)
+        if isinstance(store_builder, VersionedKeyValueStoreBuilder):
+            return f"store {store} is a versioned store (its history is kept in Spark's state)"
+        topic = built.store_to_changelog_topic.get(store) or f"{config.application_id()}-{store}-changelog"
+        why = topic_restore_blocker(store_builder, topic, store in read_only, sources)
+        if why:
+            return f"store {store}: {why}, and a long-running task restores only from a changelog topic"
     return ""
 
 

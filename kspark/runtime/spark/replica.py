@@ -44,7 +44,7 @@ from kspark.query import Position, PositionBound, StoreQueryParameters
 from kspark.runtime.kafka_clients import create_topics
 from kspark.runtime.spark.kafka_io import OffsetLister
 from kspark.runtime.spark.partition_reader import consume_toward
-from kspark.runtime.spark.plan import PhysicalPlan
+from kspark.runtime.spark.plan import PhysicalPlan, Stage
 from kspark.state.api import KeyValueIterator
 from kspark.state.internals.iterators import PeekingKeyValueIterator
 from kspark.state.internals.versioned import VersionedKeyValueStoreBuilder
@@ -122,7 +122,13 @@ def store_homes(
                     query.name, sub.subtopology, sub.tasks, f"{application_id}-{store}-changelog"
                 )
                 logged[store] = home
-                if isinstance(builder.store_builder(store), VersionedKeyValueStoreBuilder):
+                if sub.stage is Stage.LOW_LATENCY:
+                    refused[store] = (
+                        "its sub-topology runs in low-latency tasks (spark.kspark.lowLatency), which "
+                        "commit their state every commit.interval.ms, not with Spark's micro-batches "
+                        "that replicas follow; interactive queries of such stores are not supported yet"
+                    )
+                elif isinstance(builder.store_builder(store), VersionedKeyValueStoreBuilder):
                     refused[store] = (
                         "it is a versioned store (KIP-889), and interactive queries of versioned "
                         "stores (VersionedKeyQuery) are not supported on the Spark runner yet"

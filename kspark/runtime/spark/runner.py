@@ -141,6 +141,21 @@ def _feeds(writer: QueryPlan, reader: QueryPlan, global_topics: frozenset[str]) 
     return bool(written & (set(reader.source_topics) | global_topics))
 
 
+def _steps(plan: PhysicalPlan) -> list[tuple[QueryPlan, int | None]]:
+    """The runs of one pass of ``process_available()``, levels upstream first: each query at its
+    level, and a low-latency query (which runs sub-topologies of several levels) at each of its
+    levels, running its levels up to that one, so that it reads what the queries of the levels
+    before wrote, as a micro-batch query of that level would."""
+    at: dict[int, list[tuple[QueryPlan, int | None]]] = {}
+    for q in plan.queries:
+        if q.stage is Stage.LOW_LATENCY:
+            for level in sorted({s.level for s in q.subtopologies}):
+                at.setdefault(level, []).append((q, level))
+        else:
+            at.setdefault(q.level, []).append((q, None))
+    return [step for level in sorted(at) for step in at[level]]
+
+
 TRANSIENT_RESTARTS = 3
 """Times a query that failed for a transient reason is restarted from its checkpoint."""
 
@@ -403,7 +418,9 @@ class SparkRunner:
             _log.info("%s starts from the offsets its group committed: %s", query.name, start)
         return start
 
-    def _stage(self, query: QueryPlan, *, continuous: bool) -> tuple[DataFrame, Any]:
+    def _stage(
+        self, query: QueryPlan, *, continuous: bool, up_to_level: int | None = None
+    ) -> tuple[DataFrame, Any]:
         """The query's streaming DataFrame and the ``foreachBatch`` tail to run over its rows (or None)."""
 
         specs = {
@@ -423,9 +440,12 @@ class SparkRunner:
             direct = DirectPlan.of(bootstrap, partitions, starting, cap, consumer, by_topic, admin, start_at)
             if query.stage is Stage.LOW_LATENCY:
                 slots = slots_for(self.spark, self.plan())
-                return low_latency_stage(
-                    self.spark, direct, self.config, self.settings.low_latency_batch_ms, slots
-                ), None
+                levels = {s.subtopology: s.level for s in query.subtopologies}
+                batch_ms = self.settings.low_latency_batch_ms
+                stage = low_latency_stage(
+                    self.spark, direct, self.config, batch_ms, slots, levels, up_to_level
+                )
+                return stage, None
             register_direct_source(self.spark)
             return self.spark.readStream.format(SOURCE_NAME).options(**direct.options()).load(), None
         options = spark_source_options(self.config.originals())
@@ -562,11 +582,13 @@ class SparkRunner:
         if self.replicas is not None:
             self.replicas.close()
 
-    def start_query(self, query: QueryPlan, *, available_now: bool) -> StreamingQuery:
+    def start_query(
+        self, query: QueryPlan, *, available_now: bool, up_to_level: int | None = None
+    ) -> StreamingQuery:
         if self.settings.max_offsets_per_trigger is not None and query.max_offsets_per_trigger is None:
             _log.warning("spark.kspark.maxOffsetsPerTrigger is ignored for %s: %s", query.name, query.cap)
         with shipped_python_path(self.spark):  # for the Python workers Spark starts on the driver
-            stage, tail = self._stage(query, continuous=not available_now)
+            stage, tail = self._stage(query, continuous=not available_now, up_to_level=up_to_level)
         try:
             self.progress.attach(self.spark)
         except Exception as e:  # a session without Python listeners: the application runs, unmeasured
@@ -610,29 +632,30 @@ class SparkRunner:
         since its last run may have written to a topic it reads (:func:`_feeds`). Starting a query
         costs seconds even when it finds nothing, so a query is not run just to find nothing."""
         plan = self.prepare_topics()
-        order = [q for level in plan.levels() for q in level]
+        steps = _steps(plan)
         global_topics = frozenset(self.builder.global_topics())
-        due = {q.name for q in order}
+        due = set(range(len(steps)))
         total = 0
-        for _ in range(len(order) + 1):  # a cycle through topics moves records for a bounded time
-            for query_plan in order:
-                if query_plan.name not in due:
+        for _ in range(len(steps) + 1):  # a cycle through topics moves records for a bounded time
+            for i, (query_plan, up_to) in enumerate(steps):
+                if i not in due:
                     continue
-                due.discard(query_plan.name)
-                moved = self._run_available(query_plan)
+                due.discard(i)
+                moved = self._run_available(query_plan, up_to)
                 total += moved
                 if moved:
-                    due |= {q.name for q in order if _feeds(query_plan, q, global_topics)}
+                    due |= {j for j, (q, _) in enumerate(steps) if _feeds(query_plan, q, global_topics)}
             if not due:
                 break
         self.await_replicas()
         return total
 
-    def _run_available(self, query_plan: QueryPlan) -> int:
-        """One ``availableNow`` run of a query; the input records it read. A run that fails for a
-        transient reason (:func:`transient`) runs again from the checkpoint, a few times."""
+    def _run_available(self, query_plan: QueryPlan, up_to_level: int | None = None) -> int:
+        """One ``availableNow`` run of a query (a low-latency one's levels up to ``up_to_level``);
+        the input records it read. A run that fails for a transient reason (:func:`transient`) runs
+        again from the checkpoint, a few times."""
         for attempt in range(TRANSIENT_RESTARTS + 1):
-            query = self.start_query(query_plan, available_now=True)
+            query = self.start_query(query_plan, available_now=True, up_to_level=up_to_level)
             try:
                 query.awaitTermination()
                 break

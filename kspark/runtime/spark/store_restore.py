@@ -57,6 +57,7 @@ __all__ = [
     "changelog_reader",
     "give_back_reader",
     "changelog_ends",
+    "topic_restore_blocker",
 ]
 
 _log = logging.getLogger(__name__)
@@ -71,6 +72,31 @@ RESTORE_STALL_S = 120.0
 """How long a restore waits for records it knows exist before it fails."""
 
 RestoreRecords = list[tuple[bytes, bytes | None, int]]
+
+_CLEANUP_POLICY = "cleanup.policy"
+"""The topic setting a store's ``log_config`` may override (a topic setting, not a kspark one)."""
+
+
+def topic_restore_blocker(store_builder: Any, topic: str, read_only: bool, inputs: Iterable[str]) -> str:
+    """Why a store cannot be restored from its own changelog ``topic`` ("" if it can): it must be
+    logged to a topic that keeps every record a restore needs (compacted), not a read-only store
+    nor one connected to a source topic (whose changelog is that topic), and not a store whose
+    topic also deletes by time (window and session stores, ``compact,delete`` as Kafka Streams
+    creates them): the broker deletes by *record* timestamp, so input whose event times lie
+    further back than the store's retention plus a day (a backfill) would lose live windows."""
+    logging_enabled = getattr(store_builder, "logging_enabled", None)
+    if not (callable(logging_enabled) and logging_enabled()):
+        return "its changelog is disabled"
+    if read_only:
+        return "it is a read-only store (its changelog is its source topic)"
+    if topic in set(inputs):
+        return f"its changelog is its source topic {topic}"
+    if callable(getattr(store_builder, "retention_period", None)):
+        return "it is a window or session store (its changelog also deletes by time)"
+    log_config = getattr(store_builder, "log_config", None)
+    if "delete" in (str(log_config().get(_CLEANUP_POLICY, "")) if callable(log_config) else ""):
+        return "its changelog's cleanup.policy deletes by time"
+    return ""
 
 
 def store_root(config: Mapping[str, Any]) -> str:

@@ -60,6 +60,7 @@ from kspark.runtime.spark.store_restore import (
     restore_stores,
     scratch_dir,
     store_root,
+    topic_restore_blocker,
 )
 from kspark.runtime.spark.task_commit import TaskCommit, transactional_id
 from kspark.runtime.spark.task_input import (
@@ -208,26 +209,22 @@ class TopologySpec:
         app = str(self.config["application.id"])
         out: dict[str, str] = {}
         for name, store_builder in topology.state_store_builders.items():
-            logging = getattr(store_builder, "logging_enabled", None)
-            if not (callable(logging) and logging()):
-                continue
             topic = topology.store_to_changelog_topic.get(name) or f"{app}-{name}-changelog"
-            if name in self.read_only_stores or topic in self.input_partitions:
-                continue
-            log_config = getattr(store_builder, "log_config", None)
-            policy = str(log_config().get(_CLEANUP_POLICY, "")) if callable(log_config) else ""
-            if callable(getattr(store_builder, "retention_period", None)) or "delete" in policy:
-                continue
-            out[name] = topic
+            read_only = name in self.read_only_stores
+            if not topic_restore_blocker(store_builder, topic, read_only, self.input_partitions):
+                out[name] = topic
         return out
 
     def replayed_stores(self) -> set[str]:
         """The task's logged stores restored whole from its Spark state (TaskStage), not from a
         changelog topic: a local copy of one is never reused (it may hold writes of a batch
         Spark did not commit, which no checkpoint of topic positions can tell)."""
+        return set(self.changelog_topics.values()) - set(self.topic_changelogs(self.processors()))
+
+    def processors(self) -> ProcessorTopology:
+        """A fresh build of the sub-topology's processors and stores (never initialised)."""
         builder = self.topology.internal_builder
-        topology = builder.build_topology(builder.node_groups()[self.subtopology])
-        return set(self.changelog_topics.values()) - set(self.topic_changelogs(topology))
+        return builder.build_topology(builder.node_groups()[self.subtopology])
 
     def _task_stores(self, topology: ProcessorTopology) -> dict[str, StateStore] | None:
         """The task's stores, a read-only store's built with logging on under the changelog name
@@ -247,9 +244,6 @@ class TopologySpec:
             stores[name] = store_builder.build()
         return stores
 
-
-_CLEANUP_POLICY = "cleanup.policy"
-"""The topic setting a store's ``log_config`` may override (a topic setting, not a kspark one)."""
 
 _SCRATCH_TASKS = itertools.count()
 """Numbers the scratch directories of this process's tasks (two builds never share one)."""

@@ -62,6 +62,9 @@ class WarmTask:
     directory: TaskDirectory | None = None
     # The task's dropped-records-total already sent to the driver in a stage row (new_task_metrics).
     drops_reported: int = 0
+    # Low-latency stateful tasks: where their changelog topics ended at their last commit (the
+    # warm task is current while they still end there: low_latency_tasks.py).
+    positions: dict[str, int] | None = None
 
     def close(self) -> None:
         """Close the task's stores and let go of its directory. A task is closed when it is

@@ -1,4 +1,5 @@
-"""Low-latency stateless sub-topologies (low_latency.py): long-running tasks, offsets in the group."""
+"""Low-latency sub-topologies (low_latency.py, low_latency_tasks.py): long-running tasks, offsets in
+the group, stores restored from their changelog topics."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder, Topology
+from kspark import Consumed, KafkaStreams, Produced, StreamsBuilder, TimeWindows, Topology
 from kspark.dev.kafka import LocalKafka
 from kspark.processor.api import Processor, ProcessorContext, PunctuationType, Record
 from kspark.runtime.spark.low_latency import KafkaTask, LowLatencyPlan, slots_for
@@ -34,6 +35,15 @@ def _with_count(src: str, dst: str, counts: str) -> Topology:
     return b.build()
 
 
+def _with_windowed_count(src: str, dst: str, counts: str) -> Topology:
+    b = StreamsBuilder()
+    stream = b.stream(src, Consumed.with_(S, S))
+    stream.map_values(lambda v: v.upper()).to(dst, Produced.with_(S, S))
+    windowed = b.stream(dst, Consumed.with_(S, S)).group_by_key().windowed_by(TimeWindows(size=1_000))
+    windowed.count().to_stream().map(lambda k, v: (k.key, v)).to(counts)
+    return b.build()
+
+
 def _plan(topology: Topology, **extra: Any) -> PhysicalPlan:
     return physical_plan(topology, {"application.id": "ll", "bootstrap.servers": "unused:9092", **extra})
 
@@ -53,11 +63,21 @@ def test_the_plan_runs_stateless_sub_topologies_in_one_low_latency_query_and_say
     off = _plan(_upper("in", "out"), **LOW, **{"spark.kspark.directRead": "false"})
     assert off.queries[0].stage is Stage.SPARK_SOURCE
     assert "low latency: no (it needs the direct read)" in str(off)
-    # Stateless sub-topologies of two levels share the one low-latency query; the count is apart.
-    mixed = _plan(_with_count("in", "mid", "counts"), **LOW)
+    # Sub-topologies of two levels share the one low-latency query, a count among them: its
+    # store restores from its changelog topic, as in Kafka Streams.
+    both = _plan(_with_count("in", "mid", "counts"), **LOW)
+    ((stage, subs),) = {q.stage: [s.subtopology for s in q.subtopologies] for q in both.queries}.items()
+    assert (stage, subs) == (Stage.LOW_LATENCY, [0, 1])
+    assert both.subtopologies[1].stateful
+    # A window store's changelog also deletes by time: that count stays a micro-batch, and says why.
+    mixed = _plan(_with_windowed_count("in", "mid", "counts"), **LOW)
     stages = {q.stage: [s.subtopology for s in q.subtopologies] for q in mixed.queries}
     assert stages[Stage.LOW_LATENCY] == [0]
-    assert Stage.NATIVE_COUNT in stages
+    assert Stage.NATIVE_WINDOWED_COUNT in stages
+    assert (
+        "low latency: no (store KSTREAM-AGGREGATE-STATE-STORE-0000000004: it is a window or session store"
+        in str(mixed)
+    )
 
 
 def test_a_plan_spreads_its_kafka_streams_tasks_over_at_most_its_slots() -> None:
@@ -98,7 +118,7 @@ class _FakeSpark:
 
 def test_the_query_takes_every_slot_alone_and_half_beside_other_queries() -> None:
     alone = _plan(_upper("in", "out"), **LOW)
-    mixed = _plan(_with_count("in", "mid", "counts"), **LOW)
+    mixed = _plan(_with_windowed_count("in", "mid", "counts"), **LOW)
     assert slots_for(_FakeSpark(2), alone) == 2  # type: ignore[arg-type]
     assert slots_for(_FakeSpark(4), mixed) == 2  # type: ignore[arg-type]
     assert slots_for(_FakeSpark(1), alone) == 1  # type: ignore[arg-type]
@@ -211,3 +231,78 @@ def test_wall_clock_punctuation_runs_between_polls_without_input(
     finally:
         app.close()
     assert {r.key for r in ticks} == {b"tick"}
+
+
+def _latest_counts(kafka: LocalKafka, topic: str) -> dict[str, int]:
+    latest: dict[str, int] = {}
+    for r in kafka.consume_all(topic):
+        assert r.key is not None and r.value is not None
+        latest[r.key.decode()] = Serdes.Long().deserializer().deserialize(topic, r.value)
+    return latest
+
+
+def _counts_and_tiers(src: str, users: str, mid: str, counts: str, tiers: str) -> Topology:
+    """A count behind a repartition-like hop, and a stream-table join: the stateful kinds."""
+    b = StreamsBuilder()
+    stream = b.stream(src, Consumed.with_(S, S))
+    stream.map_values(lambda v: v.upper()).to(mid, Produced.with_(S, S))
+    b.stream(mid, Consumed.with_(S, S)).group_by_key().count().to_stream().to(counts)
+    table = b.table(users, Consumed.with_(S, S))
+    stream.join(table, lambda v, tier: f"{v}:{tier}").to(tiers, Produced.with_(S, S))
+    return b.build()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_count_and_a_join_answer_as_records_arrive_and_a_restart_restores_their_stores(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    src, users = topic_factory("ll-src", partitions=2), topic_factory("ll-users", partitions=2)
+    mid, counts = topic_factory("ll-mid", partitions=2), topic_factory("ll-counts", partitions=2)
+    tiers = topic_factory("ll-tiers", partitions=2)
+    topology = lambda: _counts_and_tiers(src, users, mid, counts, tiers)  # noqa: E731
+    config = _config(kafka, tmp_path, "ll-stateful", **{"spark.kspark.lowLatencyBatchMs": 600_000})
+    app = KafkaStreams(topology(), config, spark=spark)
+    plan = app.physical_plan()
+    assert [q.stage for q in plan.queries] == [Stage.LOW_LATENCY]
+    assert all(s.stage is Stage.LOW_LATENCY for s in plan.subtopologies)
+    kafka.produce(users, [(b"k%d" % i, b"tier%d" % i, 1, i % 2) for i in range(4)])
+    app.start()
+    try:
+        for wave in range(2):
+            rows = [
+                (b"k%d" % (i % 4), b"w%d-%d" % (wave, i), 1_000 * (wave + 1) + i, i % 4 % 2)
+                for i in range(20)
+            ]
+            kafka.produce(src, rows)
+            want = {f"k{k}": 5 * (wave + 1) for k in range(4)}
+            assert _wait_for(lambda want=want: _latest_counts(kafka, counts) == want, 60), _latest_counts(
+                kafka, counts
+            )
+        assert _wait_for(lambda: len(_values(kafka, tiers)) == 40, 60)
+        assert _values(kafka, tiers) == sorted(f"w{w}-{i}:tier{i % 4}" for w in range(2) for i in range(20))
+    finally:
+        assert app.close() is True
+    # The group holds each task's offsets and, as their metadata, its stream time (Kafka Streams
+    # commits partition time there).
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "ll-stateful"})
+    try:
+        got = consumer.committed([TopicPartition(mid, p) for p in range(2)], timeout=30)
+    finally:
+        consumer.close()
+    assert sum(tp.offset for tp in got) == 40  # every record of mid (partitioned by key)
+    assert all('"stream_time":2' in (tp.metadata or "") for tp in got), [tp.metadata for tp in got]
+    # A restart (its stores in the same state.dir, or wiped: restored from the changelog topics)
+    # counts on from where the group committed.
+    for wiped in (False, True):
+        if wiped:
+            import shutil
+
+            shutil.rmtree(tmp_path / "state" / "ll-stateful" / "tasks")
+        kafka.produce(src, [(b"k1", b"late", 9_000, 1)])
+        again = KafkaStreams(topology(), config, spark=spark)
+        try:
+            again.process_available()
+        finally:
+            again.close()
+        assert _latest_counts(kafka, counts)["k1"] == 11 + wiped
