@@ -92,6 +92,13 @@ class RecordQueue:
     def head_timestamp(self) -> int:
         return UNKNOWN if self._head is None else self._head.timestamp
 
+    def head_offset(self) -> int | None:
+        """The offset of the first record still buffered (None when empty): where a consumer
+        that commits only what was processed commits this partition."""
+        if self._head is not None:
+            return self._head.raw.offset
+        return self._fifo[0].offset if self._fifo else None
+
     def _update_head(self) -> None:
         last_corrupted: RawRecord | None = None
         while self._head is None and self._fifo:

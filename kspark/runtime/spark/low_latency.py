@@ -1,13 +1,15 @@
-"""Low-latency stateless sub-topologies: long-running Spark tasks that process records as they arrive.
+"""Low-latency sub-topologies: long-running Spark tasks that process records as they arrive.
 
 A micro-batch puts about one trigger interval under every record: a record
 waits for the next batch to be planned, then for the batch to run. Kafka
 Streams instead polls, processes and forwards each record as it arrives and
 commits its position every ``commit.interval.ms``. With
-``spark.kspark.lowLatency=true`` the runner's stateless sub-topologies that
-read Kafka directly (:mod:`~kspark.runtime.spark.direct_source`) run that way
-inside Spark (the idea of Spark's own real-time mode, which runs no Python
-code: docs/spark-runner.md):
+``spark.kspark.lowLatency=true`` the runner's sub-topologies that read Kafka
+directly (:mod:`~kspark.runtime.spark.direct_source`), stateless ones and
+stateful ones whose stores restore from their own changelog topics
+(:mod:`~kspark.runtime.spark.low_latency_tasks`), run that way inside Spark
+(the idea of Spark's own real-time mode, which runs no Python code:
+docs/spark-runner.md):
 
 * every micro-batch of the query runs for ``spark.kspark.lowLatencyBatchMs``.
   Its Spark tasks (at most the task slots the runner gives the query, each
@@ -29,9 +31,11 @@ code: docs/spark-runner.md):
   and goes on fetching, so a record that arrives meanwhile waits only for
   the next batch's start.
 
-``process_available()`` runs such a query with ``availableNow``: its one
-batch reads, from the group's offsets, every partition's range up to its last
-stable offset when the run started, as the direct read does, and commits.
+``process_available()`` runs such a query with ``availableNow``: each batch
+runs one level of its sub-topologies (upstream first, up to the level the
+run is for: the runner runs it between the micro-batch queries of each
+level), reading, from the group's offsets, every partition's range up to its
+last stable offset, as the direct read does, and commits.
 """
 
 from __future__ import annotations
@@ -458,6 +462,7 @@ class _TaskRun:
                     )
                 for tp, messages in polled.items():
                     warm.positions[tp] = messages[-1].offset() + 1
+                self._process_held(warm, senders)
                 self._punctuate(senders)
                 now = time.monotonic()
                 last = stop or time.time() >= self.spark_task.deadline
@@ -466,9 +471,16 @@ class _TaskRun:
                     for sender in senders.values():
                         self.written += sender.close()  # every record delivered, then the offsets
                     senders.clear()
-                    self._commit(warm.consumer, {tp: warm.positions[tp] for tp in self.partitions})
+                    positions = {tp: warm.positions[tp] for tp in self.partitions}
+                    for stateful in self.stateful.values():
+                        if stateful is not None:
+                            positions.update(stateful.held())  # buffered, not processed yet
+                    self._commit(warm.consumer, positions)
                     next_commit = now + commit_s
                     if last:
+                        for stateful in self.stateful.values():
+                            if stateful is not None:
+                                stateful.drop_held()  # the next batch reads them again
                         break
         except BaseException:
             self._discard()
@@ -476,6 +488,28 @@ class _TaskRun:
             raise
         GROUP_CONSUMERS.give_back(self.key, warm)
         return self.records, self.written
+
+    def _process_held(self, warm: _GroupConsumer, senders: dict[int, RecordSender]) -> None:
+        """Run the stateful tasks that read several topics as far as their buffered records allow
+        (StatefulTask.process_ready): a partition without records buffered holds its task back
+        until it is read to its end (its last stable offset, as of the consumer's last fetch)."""
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+        consumer = warm.consumer
+        for task, stateful in self.stateful.items():
+            if stateful is None or len(task.topics) < 2 or not stateful.held():
+                continue
+
+            def caught_up(topic: str, partition: int = task.partition) -> bool:
+                tp = KafkaTopicPartition(topic, partition)
+                _, end = consumer.get_watermark_offsets(tp, cached=True)
+                # The consumer's position passes transaction markers; before its first record
+                # it may not know one, and the start it was assigned is where it is.
+                (position,) = consumer.position([tp])
+                at = max(position.offset, warm.positions.get((topic, partition), -1))
+                return bool(end >= 0 and at >= end)
+
+            stateful.process_ready(task.topics, caught_up, _sender(senders, stateful.spec))
 
     def _punctuate(self, senders: dict[int, RecordSender]) -> None:
         """Wall-clock punctuation of the tasks that run Processor API code (``spec.timers``): due
@@ -561,7 +595,11 @@ def _process(
         (topic, iter([FeedChunk(topic, task.partition, *cols, to_headers)]))
         for topic, cols in columns.items()
     ]
-    if stateful is not None:
+    if stateful is not None and len(task.topics) > 1:
+        for _, chunks in feeds:
+            for chunk in chunks:
+                stateful.offer(chunk)  # processed when the task's partitions allow (_process_held)
+    elif stateful is not None:
         stateful.process(feeds, sender)
     else:
         process_stateless_feeds(spec, sender, task.partition, feeds)

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kspark.runtime.spark.store_restore import TaskDirectory, changelog_ends, restore_stores, store_root
-from kspark.runtime.spark.task_input import Feed, process_feeds
+from kspark.runtime.spark.task_input import Feed, FeedChunk, process_feeds
 from kspark.runtime.spark.warm import (
     WarmTask,
     drop_earlier_runs,
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 __all__ = ["is_stateful", "task_metadata", "StatefulTask"]
 
 _METADATA_VERSION = 1
+
+_EMIT_EVERY = 2_000
+"""Records :meth:`StatefulTask.process_ready` processes between two hand-overs to its sender."""
 
 
 def is_stateful(spec: TopologySpec) -> bool:
@@ -147,6 +150,43 @@ class StatefulTask:
         task = self.task
         refresh_wall_clock(task)
         process_feeds(task, self.partition, feeds, lambda: sender.send(task.drain_output()))
+
+    def offer(self, chunk: FeedChunk) -> None:
+        """Buffer records of one of the task's input partitions, for :meth:`process_ready`."""
+        self.task.add_records(chunk.topic, self.partition, chunk.records())
+
+    def process_ready(self, topics: Iterable[str], caught_up: Callable[[str], bool], sender: Sender) -> None:
+        """Process the buffered records by head timestamp for as long as each of the task's input
+        ``topics`` either has records buffered or is ``caught_up`` (read to its end), as a Kafka
+        Streams task does with ``max.task.idle.ms=0`` (KIP-695): a stream-table join's stream
+        records wait while its table partition still has records to fetch."""
+        self._writing()
+        task = self.task
+        refresh_wall_clock(task)
+        queues = [task.input_queue(t, self.partition) for t in topics]
+        done = 0
+        while not any(q.is_empty() and not caught_up(q.topic) for q in queues) and task.process():
+            task.maybe_punctuate_stream_time()
+            done += 1
+            if done % _EMIT_EVERY == 0:
+                sender.send(task.drain_output())
+        sender.send(task.drain_output())
+
+    def held(self) -> dict[tuple[str, int], int]:
+        """Where each input partition with buffered records stands (its first such record): what
+        its committed offset must not pass."""
+        out = {}
+        for (topic, partition), queue in self.task.partition_group.queues.items():
+            head = queue.head_offset()
+            if head is not None:
+                out[(topic, partition)] = head
+        return out
+
+    def drop_held(self) -> None:
+        """Forget the buffered records (the batch ends; the next one reads them again from the
+        committed offsets)."""
+        for queue in self.task.partition_group.queues.values():
+            queue.take_all()
 
     def punctuate(self, sender: Sender) -> None:
         """Wall-clock punctuation due now (between polls, input or not)."""

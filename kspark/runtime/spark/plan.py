@@ -15,6 +15,9 @@ Stages (:class:`Stage`):
   Spark's Kafka source (``SPARK_SOURCE``); either way it runs as a fused
   chain of closures when it is one line of stateless DSL operators
   (:func:`~kspark.processor.internals.fused.fusion_blocker`);
+* with ``spark.kspark.lowLatency``, one that reads directly, stateless or
+  with stores that restore from their own changelog topics, runs in
+  long-running tasks (``LOW_LATENCY``, :mod:`~kspark.runtime.spark.low_latency`);
 * a stateful one runs the engine's tasks, grouped by task, in
   ``transformWithStateInPandas`` (``ENGINE``), unless it is a count, a
   sum/min/max reduce or a tumbling/hopping windowed count that Spark
@@ -238,8 +241,8 @@ class PhysicalPlan:
                 batch = f"{self.settings.low_latency_batch_ms:,} ms"
                 lines.append(
                     f"    long-running tasks: each micro-batch runs {batch}; every commit.interval.ms a "
-                    "task waits for its output's delivery, then commits its input offsets to the "
-                    f"{self.application_id} group"
+                    "task flushes its stores, waits for its output's delivery, then commits its input "
+                    f"offsets to the {self.application_id} group"
                 )
             for s in q.subtopologies:
                 tasks_s = "?" if s.tasks is None else str(s.tasks)

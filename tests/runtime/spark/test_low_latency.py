@@ -266,15 +266,24 @@ def test_a_count_and_a_join_answer_as_records_arrive_and_a_restart_restores_thei
     plan = app.physical_plan()
     assert [q.stage for q in plan.queries] == [Stage.LOW_LATENCY]
     assert all(s.stage is Stage.LOW_LATENCY for s in plan.subtopologies)
-    kafka.produce(users, [(b"k%d" % i, b"tier%d" % i, 1, i % 2) for i in range(4)])
+    # The rows the stream joins come after 6,000 others: more than one poll takes.
+    filler = [(b"f%d" % i, b"-", 1, i % 2) for i in range(6_000)]
+    kafka.produce(users, [*filler, *((b"k%d" % i, b"tier%d" % i, 1, i % 2) for i in range(4))])
+
+    def wave_rows(wave: int) -> list[tuple[bytes, bytes, int, int]]:
+        return [
+            (b"k%d" % (i % 4), b"w%d-%d" % (wave, i), 1_000 * (wave + 1) + i, i % 4 % 2) for i in range(20)
+        ]
+
+    # The first wave is there before the start, beside the table: a task takes the table's
+    # (earlier) records first, waiting for its partition to be read to its end (KIP-695), so
+    # that no stream record misses its row.
+    kafka.produce(src, wave_rows(0))
     app.start()
     try:
         for wave in range(2):
-            rows = [
-                (b"k%d" % (i % 4), b"w%d-%d" % (wave, i), 1_000 * (wave + 1) + i, i % 4 % 2)
-                for i in range(20)
-            ]
-            kafka.produce(src, rows)
+            if wave:
+                kafka.produce(src, wave_rows(wave))
             want = {f"k{k}": 5 * (wave + 1) for k in range(4)}
             assert _wait_for(lambda want=want: _latest_counts(kafka, counts) == want, 60), _latest_counts(
                 kafka, counts
