@@ -131,9 +131,10 @@ SETTINGS: tuple[Setting, ...] = (
         "low_latency",
         "boolean",
         False,
-        "Stateless sub-topologies (read directly, at_least_once) run in long-running Spark tasks "
-        "that process each record as it arrives and commit their input offsets to the "
-        "application.id consumer group every commit.interval.ms, as a Kafka Streams thread does, "
+        "Sub-topologies read directly under at_least_once (stateless ones, and stateful ones whose "
+        "stores all restore from their own changelog topic) run in long-running Spark tasks that "
+        "process each record as it arrives and commit their state and input offsets (to the "
+        "application.id consumer group) every commit.interval.ms, as a Kafka Streams thread does, "
         "instead of in a micro-batch per trigger. The query holds its task slots for its whole "
         "run. The plan says where it cannot apply and why.",
     ),
