@@ -24,7 +24,8 @@ pyspark_cloudpickle = pytest.importorskip("pyspark.cloudpickle")
 pyspark_cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 S = Serdes.String()
-LOW = {"spark.kspark.lowLatency": "true"}
+LOW_KEY = "spark.kspark.lowLatency"
+LOW = {LOW_KEY: "true"}
 
 
 def _with_count(src: str, dst: str, counts: str) -> Topology:
@@ -315,3 +316,25 @@ def test_a_count_and_a_join_answer_as_records_arrive_and_a_restart_restores_thei
         finally:
             again.close()
         assert _latest_counts(kafka, counts)["k1"] == 11 + wiped
+
+
+def test_the_stores_of_a_low_latency_sub_topology_are_refused_to_queries_saying_why() -> None:
+    from kspark.runtime.spark.replica import store_homes
+
+    topology = _with_count("in", "mid", "counts")
+    config = {"application.id": "ll", "bootstrap.servers": "unused:9092", **LOW}
+    plan = physical_plan(topology, config, {"in": 2, "mid": 2, "counts": 2})
+    homes, refused, logged = store_homes(plan, topology.internal_builder, "ll")
+    (store,) = plan.subtopologies[1].stores
+    assert store not in homes
+    assert "runs in low-latency tasks (spark.kspark.lowLatency)" in refused[store]
+    assert logged[store].changelog == f"ll-{store}-changelog"  # its changelog topic is still created
+    # In micro-batches the same store is queryable.
+    assert (
+        store
+        in store_homes(
+            physical_plan(topology, {**config, **{LOW_KEY: "false"}}, plan.partitions),
+            topology.internal_builder,
+            "ll",
+        )[0]
+    )
