@@ -165,7 +165,15 @@ class StatefulTask:
         refresh_wall_clock(task)
         queues = [task.input_queue(t, self.partition) for t in topics]
         done = 0
-        while not any(q.is_empty() and not caught_up(q.topic) for q in queues) and task.process():
+        while not any(q.is_empty() and not caught_up(q.topic) for q in queues):
+            holding = [q for q in queues if not q.is_empty()]
+            if len(holding) == 1:
+                # The others are read to their end: this one's records go on at once, through its
+                # fused line as one chunk when it has one (the steady state of a stream-table join).
+                task.process_until_empty(holding[0])
+                break
+            if not task.process():
+                break
             task.maybe_punctuate_stream_time()
             done += 1
             if done % _EMIT_EVERY == 0:
