@@ -443,7 +443,6 @@ class _TaskRun:
 
     def until_deadline(self) -> tuple[int, int]:
         """Poll, process and produce until the batch's deadline, committing every commit interval."""
-
         warm = GROUP_CONSUMERS.borrow(self.key, lambda: _GroupConsumer(self.conf))
         senders: dict[int, RecordSender] = {}
         control = (self.plan.control, 0)
