@@ -119,7 +119,7 @@ def _runs_of(topology: Any, moved: dict[str, list[int]]) -> list[str]:
     plan = physical_plan(topology, config, {"a": 1, "b": 1, "c": 1, "d": 1})
     runs: list[str] = []
 
-    def run(query: Any) -> int:
+    def run(query: Any, up_to_level: int | None = None) -> int:
         reads = ",".join(query.source_topics)
         runs.append(reads)
         left = moved.get(reads, [])
