@@ -480,6 +480,7 @@ class _TaskRun:
                         for stateful in self.stateful.values():
                             if stateful is not None:
                                 stateful.drop_held()  # the next batch reads them again
+                                stateful.hand_over()
                         break
         except BaseException:
             self._discard()

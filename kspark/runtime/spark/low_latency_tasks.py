@@ -22,7 +22,11 @@ at-least-once, since no micro-batch commits its state:
   time and metadata read from the group. Records processed after the last
   offset commit are processed again: their changelog writes are restored
   *and* repeated, as in Kafka Streams under at-least-once (a count may count
-  a record twice after a failure; never a record lost).
+  a record twice after a failure; never a record lost);
+* when a batch ends, a task whose stores are all on disk closes them and lets
+  go of its directory (:meth:`StatefulTask.hand_over`): Spark may run the
+  partition in another worker next, which then reopens the directory at its
+  checkpoint instead of restoring the changelog.
 """
 
 from __future__ import annotations
@@ -32,7 +36,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from kspark.runtime.spark.store_restore import TaskDirectory, changelog_ends, restore_stores, store_root
+from kspark.runtime.spark.store_restore import (
+    TaskDirectory,
+    changelog_ends,
+    on_disk,
+    restore_stores,
+    store_root,
+)
 from kspark.runtime.spark.task_input import Feed, FeedChunk, process_feeds
 from kspark.runtime.spark.warm import (
     WarmTask,
@@ -220,6 +230,19 @@ class StatefulTask:
         self.warm.positions = ends
         self.dirty = False
         return task_metadata(self.task)
+
+    def hand_over(self) -> None:
+        """The batch ended, committed: let the next batch's run of this task, in whichever Python
+        worker of this machine Spark gives it, open the stores where they are. Spark hands a
+        query's tasks to its idle workers in no fixed order, so the next batch often runs this
+        partition in another worker: while this one kept the stores open (and their directory
+        locked), that worker claimed a directory of its own and restored it from the changelog
+        (seconds for a store that grew over a batch). With every store on disk, the task closes
+        here (the directory's checkpoint says where its changelogs end) and whoever takes it next
+        reopens the directory with nothing to restore. A task with a store in memory stays warm:
+        a worker that did not run it has to restore that store either way."""
+        if not self.dirty and all(on_disk(store) for store in self.task.stores.values()):
+            evict_warm(self.spec, self.partition)
 
     def discard(self) -> None:
         """The run failed: the task's stores may hold writes past its last commit."""

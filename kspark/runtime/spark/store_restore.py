@@ -58,6 +58,7 @@ __all__ = [
     "give_back_reader",
     "changelog_ends",
     "topic_restore_blocker",
+    "on_disk",
 ]
 
 _log = logging.getLogger(__name__)
@@ -401,6 +402,15 @@ def _lister(config: Mapping[str, Any]) -> OffsetLister:
     return lister
 
 
+def on_disk(store: Any) -> bool:
+    """Whether a task's store keeps its data in the task's directory (RocksDB), where a task
+    reopening the directory finds it as of the directory's checkpoint."""
+    from kspark.state.internals.metered import innermost
+    from kspark.state.internals.rocksdb_key_value_store import RocksDBKeyValueStore
+
+    return isinstance(innermost(store), RocksDBKeyValueStore)
+
+
 def restore_stores(
     config: Mapping[str, Any],
     changelogs: Mapping[str, str],
@@ -413,15 +423,11 @@ def restore_stores(
     """Restore each store of ``changelogs`` (store -> topic) from its changelog partition up to its
     committed position: an on-disk store from its directory's checkpoint ``local``, any other
     from the start."""
-    from kspark.state.internals.metered import innermost
-    from kspark.state.internals.rocksdb_key_value_store import RocksDBKeyValueStore
-
     work = []
     for name, topic in sorted(changelogs.items()):
         restore = callbacks.get(name)
         end = positions.get(topic, 0)
-        on_disk = isinstance(innermost(stores[name]), RocksDBKeyValueStore)
-        start = local.get(topic, 0) if on_disk else 0
+        start = local.get(topic, 0) if on_disk(stores[name]) else 0
         if restore is not None and end > start:
             work.append((name, topic, start, end, restore))
     if not work:

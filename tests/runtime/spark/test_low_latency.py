@@ -338,3 +338,34 @@ def test_the_stores_of_a_low_latency_sub_topology_are_refused_to_queries_saying_
             "ll",
         )[0]
     )
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_count_goes_on_over_batch_ends_in_its_one_task_directory_whichever_worker_runs_it(
+    kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
+) -> None:
+    # Batches of 1.5 s: the waves below cross several batch ends, after each of which Spark may
+    # run a partition in the other Python worker.
+    src, counts = topic_factory("ll-ends-in", partitions=2), topic_factory("ll-ends-counts", partitions=2)
+    b = StreamsBuilder()
+    b.stream(src, Consumed.with_(S, S)).group_by_key().count().to_stream().to(counts)
+    config = _config(kafka, tmp_path, "ll-ends", **{"spark.kspark.lowLatencyBatchMs": 1_500})
+    app = KafkaStreams(b.build(), config, spark=spark)
+    app.start()
+    try:
+        for wave in range(6):
+            kafka.produce(src, [(b"k%d" % i, b"v", 1_000 * wave + i, i % 2) for i in range(8)])
+            want = {f"k{i}": wave + 1 for i in range(8)}
+            assert _wait_for(lambda want=want: _latest_counts(kafka, counts) == want, 60), (
+                wave,
+                _latest_counts(kafka, counts),
+            )
+            time.sleep(1.0)
+    finally:
+        assert app.close() is True
+    # A task closes its on-disk stores when a batch ends (StatefulTask.hand_over): the worker
+    # that runs the partition next reopens its directory at the checkpoint. Had the task stayed
+    # open in its worker, another worker taking the partition would have claimed a second
+    # directory ("0_1.1") and restored it from the changelog.
+    assert sorted(p.name for p in (tmp_path / "state" / "ll-ends" / "tasks").iterdir()) == ["0_0", "0_1"]
