@@ -27,7 +27,6 @@ import json
 import logging
 import math
 import os
-import re
 import threading
 import time
 import uuid
@@ -48,6 +47,7 @@ from kspark.runtime.kafka_clients import (
 from kspark.runtime.spark.batch_function import RunBatch
 from kspark.runtime.spark.direct_source import SOURCE_NAME, DirectPlan
 from kspark.runtime.spark.direct_source import register as register_direct_source
+from kspark.runtime.spark.failures import TRANSIENT_RESTARTS, explained, first_line, transient
 from kspark.runtime.spark.kafka_io import (
     WRITTEN_DDL,
     OffsetLister,
@@ -99,8 +99,6 @@ __all__ = [
     "SparkRunner",
     "MissingSourceTopicException",
     "PlanChangedException",
-    "TRANSIENT_RESTARTS",
-    "transient",
 ]
 
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -115,20 +113,6 @@ class MissingSourceTopicException(StreamsException):
 
 class PlanChangedException(StreamsException):
     """The application's checkpoints were written by a different physical plan."""
-
-
-_PYTHON_ERROR_LINE = re.compile(r"^[\w.]+(?:Error|Exception): .+")
-
-
-def _first_line(error: BaseException) -> str:
-    """The user-facing part of a Spark error: the first Python exception line of the worker's traceback
-    (kspark's engine names the task, processor, topic, partition and offset there)."""
-    lines = [line.strip() for line in str(error).splitlines()]
-    errors = [line for line in lines if _PYTHON_ERROR_LINE.match(line)]
-    ours = [line for line in errors if line.startswith("kspark.")]
-    users = [line for line in errors if not line.startswith(("pyspark.", "py4j.", "org.", "java.", "scala."))]
-    best = ours or users or errors or lines
-    return best[0] if best else type(error).__name__
 
 
 def _feeds(writer: QueryPlan, reader: QueryPlan, global_topics: frozenset[str]) -> bool:
@@ -156,26 +140,10 @@ def _steps(plan: PhysicalPlan) -> list[tuple[QueryPlan, int | None]]:
     return [step for level in sorted(at) for step in at[level]]
 
 
-TRANSIENT_RESTARTS = 3
-"""Times a query that failed for a transient reason is restarted from its checkpoint."""
-
-_TRANSIENT_ERRORS = (
-    # Spark gives a driver-side Python process (a direct read's offset planner, transformWithState's
-    # schema check) 10 s to connect back; on a saturated machine one can take longer. The query
-    # has committed nothing of the batch it was planning.
-    "Python worker failed to connect back",
-)
-
-
 def _has_batches(checkpoint: str) -> bool:
     """Whether a query's checkpoint holds a planned micro-batch (Spark's ``offsets`` log)."""
     offsets = os.path.join(checkpoint, "offsets")
     return os.path.isdir(offsets) and any(name.isdigit() for name in os.listdir(offsets))
-
-
-def transient(error: BaseException | None) -> bool:
-    """Whether a query failed for a reason that a restart from its checkpoint gets past."""
-    return error is not None and any(m in str(error) for m in _TRANSIENT_ERRORS)
 
 
 class SparkRunner:
@@ -664,13 +632,13 @@ class SparkRunner:
                     _log.warning(
                         "%s failed (%s); running it again from its checkpoint",
                         query_plan.name,
-                        _first_line(e),
+                        first_line(e),
                     )
                     continue
-                explained = self._explained(query_plan.name, e)
-                if explained is not e:
-                    raise explained from e
-                raise StreamsException(f"{query_plan.name} failed: {_first_line(e)}") from e
+                plain = self._explained(query_plan.name, e)
+                if plain is not e:
+                    raise plain from e
+                raise StreamsException(f"{query_plan.name} failed: {first_line(e)}") from e
             finally:
                 self.queries.remove(query)
         read = self._batch_functions[query_plan.name].records_read
@@ -708,7 +676,7 @@ class SparkRunner:
             _log.warning(
                 "%s failed (%s); restarting it from its checkpoint (%d of %d)",
                 query.name,
-                _first_line(query.exception() or StreamsException("unknown")),
+                first_line(query.exception() or StreamsException("unknown")),
                 self._restarts[query.name],
                 TRANSIENT_RESTARTS,
             )
@@ -738,32 +706,15 @@ class SparkRunner:
             if self._stopping.is_set():
                 return None
             return StreamsException(
-                f"Spark's driver JVM no longer answers ({_first_line(e)}): it exited under the "
+                f"Spark's driver JVM no longer answers ({first_line(e)}): it exited under the "
                 "application (was spark-submit's JVM signalled or killed?)"
             )
         return None
 
     def _explained(self, query: str, error: BaseException) -> BaseException:
-        """``error`` of ``query``, said plainly where the cause is a known one: input topics
-        deleted under the running application (Spark's Kafka consumer says only "This server does
-        not host this topic-partition")."""
-        text = str(error)
-        if "UnknownTopicOrPartition" not in text and "UNKNOWN_TOPIC_OR_PART" not in text:
-            return error
+        """``error`` of ``query``, said plainly where the cause is a known one (:func:`explained`)."""
         plan = next((q for q in self.plan().queries if q.name == query), None)
-        try:
-            existing = set(cluster_metadata(librdkafka_client(self.config.originals(), "admin")).topics)
-        except StreamsException:
-            return error  # Kafka itself is away: the error as it is says more
-        missing = sorted(t for t in (plan.source_topics if plan else ()) if t not in existing)
-        if not missing:
-            return error
-        explained = StreamsException(
-            f"{query} failed: its input topics {missing} no longer exist (deleted while the application "
-            f"ran?): {_first_line(error)}"
-        )
-        explained.__cause__ = error
-        return explained
+        return explained(query, error, plan.source_topics if plan else (), self.config.originals())
 
     def stop(self, drain_seconds: float = 0.0) -> bool:
         """Stop every query. With ``drain_seconds`` > 0 (``KafkaStreams.close``), first let the

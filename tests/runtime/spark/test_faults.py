@@ -27,7 +27,7 @@ def test_an_input_topic_deleted_while_running_fails_the_application_naming_it(
     kafka: LocalKafka, spark: Any, topic_factory: Callable[..., str], tmp_path: Path
 ) -> None:
     """Through Spark's source, whose consumer says only "does not host this topic-partition" (the
-    direct read's error goes through the same explanation: runner.py, ``_explained``)."""
+    direct read's error goes through the same explanation: failures.py, ``explained``)."""
     src, dst = topic_factory("doomed", partitions=2), topic_factory("survivor", partitions=2)
     b = StreamsBuilder()
     counts = b.stream(src, Consumed.with_(S, S)).group_by_key().count()

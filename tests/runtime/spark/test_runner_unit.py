@@ -100,7 +100,7 @@ def test_a_batch_cancelled_by_stop_fails_short_and_in_the_shape_spark_reads_as_a
 
 
 def test_only_known_transient_failures_are_restarted() -> None:
-    from kspark.runtime.spark.runner import transient
+    from kspark.runtime.spark.failures import transient
 
     assert transient(RuntimeError("org.apache.spark.SparkException: Python worker failed to connect back."))
     assert not transient(RuntimeError("kspark.errors.StreamsException: processor failed"))
