@@ -360,6 +360,27 @@ def _launch(
     )
 
 
+def _py_spy(
+    args: argparse.Namespace, system: System, procs: list[subprocess.Popen[str]], logs: Path
+) -> list[str]:
+    """py-spy recording every process of ``system`` (and its children) when ``--py-spy`` names it:
+    the raw profiles' paths (``python -m bench.pyspy_top`` reads them), none otherwise."""
+    if not args.py_spy or system.name not in args.py_spy.split(","):
+        return []
+    paths = [str(logs / f"py-spy-{i}.txt") for i in range(len(procs))]
+    for p, path in zip(procs, paths, strict=True):
+        # It ends by itself when its process does.
+        subprocess.Popen(
+            [
+                *(args.py_spy_bin, "record", "--pid", str(p.pid), "--subprocesses", "--rate", "50"),
+                *("--format", "raw", "--output", path, "--nonblocking"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    return paths
+
+
 def run_system(
     kafka: LocalKafka,
     system: System,
@@ -418,29 +439,9 @@ def run_system(
         for i in range(system.instances(spec)):
             procs.append(_launch(system, spec, args, logs, i, stack))
         threading.Thread(target=sample, daemon=True).start()
-        if args.py_spy and system.name in args.py_spy.split(","):
-            spies = [
-                subprocess.Popen(
-                    [
-                        args.py_spy_bin,
-                        "record",
-                        "--pid",
-                        str(p.pid),
-                        "--subprocesses",
-                        "--rate",
-                        "50",
-                        "--format",
-                        "raw",
-                        "--output",
-                        str(logs / f"py-spy-{i}.txt"),
-                        "--nonblocking",
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-                for i, p in enumerate(procs)
-            ]
-            result.extra["py_spy"] = [str(logs / f"py-spy-{i}.txt") for i in range(len(spies))]
+        spied = _py_spy(args, system, procs, logs)
+        if spied:
+            result.extra["py_spy"] = spied
         deadline = time.monotonic() + args.timeout
         last_high = -1
         while time.monotonic() < deadline:
@@ -562,6 +563,7 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
     with contextlib.ExitStack() as stack:
         for i in range(system.instances(spec)):
             procs.append(_launch(system, spec, args, logs, i, stack))
+        spied = _py_spy(args, system, procs, logs)
         producer = Producer(
             {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5, "partitioner": "murmur2_random"}
         )
@@ -669,6 +671,7 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
         "p99_ms": pct(0.99),
         "max_ms": pct(1.0),
         "check": verdict or "ok",
+        **({"py_spy": spied} if spied else {}),
     }
 
 

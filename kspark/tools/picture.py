@@ -190,7 +190,7 @@ def _wrap_name(name: str) -> list[str]:
 
 
 def _category(sub: SubtopologyPlan) -> Category:
-    if sub.native is not None:  # set exactly when the plan lowered the aggregation to Spark
+    if sub.lowered:
         return "native"
     return "fused" if sub.fused else "engine"
 

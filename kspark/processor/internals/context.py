@@ -81,7 +81,8 @@ class InternalProcessorContext(ProcessorContext):
         self._stores = stores
         self._global_stores = global_stores
         self.record_collector = record_collector
-        self._changelog_topics = changelog_topics or {}
+        # Store name -> changelog topic; a copy, as the default names are added on first use.
+        self._changelog_topics = dict(changelog_topics or {})
         self._changelog_partition = changelog_partition
         self.is_global = is_global
         self.current_node: ProcessorNode | None = None
@@ -229,7 +230,9 @@ class InternalProcessorContext(ProcessorContext):
 
     def log_change(self, store_name: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
         """Send a changelog record for ``store_name`` (only stores with logging enabled call this)."""
-        topic = self._changelog_topics.get(store_name) or f"{self.application_id()}-{store_name}-changelog"
+        topic = self._changelog_topics.get(store_name)
+        if topic is None:  # named once: a changelog record per write asked the config each time
+            topic = self._changelog_topics[store_name] = f"{self.application_id()}-{store_name}-changelog"
         self.record_collector.send_serialized(
             topic, self._changelog_partition, key, value, Headers(), timestamp
         )

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from kspark.runtime.spark.low_latency_count import CountLine
 from kspark.runtime.spark.store_restore import (
     TaskDirectory,
     changelog_ends,
@@ -109,6 +110,10 @@ class StatefulTask:
                 evict_warm(spec, partition)
             self.warm = self._restored(ends, *_parse_metadata(committed_metadata))
             keep_warm(spec, partition, self.warm)
+        self.count_line: CountLine | None = None
+        if spec.count_line is not None:
+            (topic,) = spec.input_partitions  # a count line's sub-topology reads one topic
+            self.count_line = CountLine(self.task, spec.count_line, topic, partition)
 
     @property
     def task(self) -> StreamTask:
@@ -159,7 +164,14 @@ class StatefulTask:
         self._writing()
         task = self.task
         refresh_wall_clock(task)
-        process_feeds(task, self.partition, feeds, lambda: sender.send(task.drain_output()))
+        line = self.count_line
+        if line is None:
+            process_feeds(task, self.partition, feeds, lambda: sender.send(task.drain_output()))
+            return
+        for _, chunks in feeds:
+            for chunk in chunks:
+                line.process(chunk)
+        sender.send(task.drain_output())  # only what a record with a negative timestamp let out
 
     def offer(self, chunk: FeedChunk) -> None:
         """Buffer records of one of the task's input partitions, for :meth:`process_ready`."""
@@ -218,6 +230,8 @@ class StatefulTask:
         """The first half of a commit: the stores flushed, their writes handed to ``sender``."""
         task = self.task
         task.maybe_punctuate_system_time(int(time.time() * 1000))
+        if self.count_line is not None:
+            self.count_line.flush()  # the counts into the store and on, as the record cache would
         task.commit()
         sender.send(task.drain_output())
 

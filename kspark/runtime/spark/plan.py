@@ -139,6 +139,7 @@ class SubtopologyPlan:
     fused: bool  # stateless: the whole task; native: what follows the aggregation
     level: int
     decisions: tuple[Decision, ...]
+    # The count Spark computes (NATIVE_*), or a low-latency task's count line (low_latency_count.py).
     native: NativeCount | None = field(default=None, compare=False)
     # librdkafka settings of a direct read's consumers (None unless DIRECT_READ)
     consumer: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
@@ -151,8 +152,13 @@ class SubtopologyPlan:
     def stateful(self) -> bool:
         return self.stage.stateful or bool(self.stores)  # a low-latency task may hold stores
 
+    @property
+    def lowered(self) -> bool:
+        """Whether Spark's own aggregation computes the sub-topology's count or reduce."""
+        return self.native is not None and self.stage is not Stage.LOW_LATENCY
+
     def summary(self) -> str:
-        fused = ", fused" if self.fused else ""
+        fused = ", fused" if self.fused else ", count line" if self.native and not self.lowered else ""
         return f"{self.subtopology}: {self.stage.value}{fused}"
 
 
@@ -347,6 +353,7 @@ def _subtopology(
         # restores them: what the user asked for wins over lowering a count into Spark's own
         # aggregation, which only runs in micro-batches.
         stage, fused = Stage.LOW_LATENCY, False
+        native = _count_line(builder, built, nodes, config, settings, decisions)
     elif stores:
         lowered = lower(builder, nodes, config, settings)
         if isinstance(lowered, str):
@@ -428,6 +435,30 @@ def _subtopology(
         chooses_topics=chooses,
         wall_clock=wall_clock,
     )
+
+
+def _count_line(
+    builder: InternalTopologyBuilder,
+    built: ProcessorTopology,
+    nodes: list[str],
+    config: StreamsConfig,
+    settings: RunnerSettings,
+    decisions: list[Decision],
+) -> NativeCount | None:
+    """A low-latency sub-topology's count as a count line (low_latency_count.py): what lowers to
+    Spark's plain count in micro-batches, with its fused tail when that is fusable."""
+    lowered = lower(builder, nodes, config, settings)
+    if isinstance(lowered, str):
+        why: str | None = lowered
+    elif lowered.windows is not None or lowered.reduce is not None:
+        why = "only a plain count (not windowed, not a reduce)"
+    else:
+        why = None
+    decisions.append(Decision("count line", why is None, why or ""))
+    if isinstance(lowered, str) or why is not None:
+        return None
+    blocker = fused_after_blocker(built, lowered.to_stream or lowered.aggregate)
+    return replace(lowered, fused_tail=blocker is None)
 
 
 def _task_count(

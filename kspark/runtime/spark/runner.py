@@ -374,6 +374,7 @@ class SparkRunner:
                 if isinstance(store := self.builder.store_builder(name), VersionedKeyValueStoreBuilder)
             },
             read_only_stores=frozenset(self.builder.read_only_store_names()),
+            count_line=plan.native if plan.stage is Stage.LOW_LATENCY else None,
         )
 
     def _committed_start(self, query: QueryPlan, partitions: Mapping[str, int]) -> dict[str, dict[str, int]]:

@@ -105,6 +105,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from kspark.processor.topology import Topology
+    from kspark.runtime.spark.lowering import NativeCount
 
 __all__ = [
     "TASK_INPUT_COLUMN",
@@ -150,6 +151,8 @@ class TopologySpec:
     # KIP-813 read-only stores: no changelog topic of their own (their source topic is), so their
     # updates are kept in the task's changelog state only, never sent to Kafka (build_task).
     read_only_stores: frozenset[str] = frozenset()
+    # A low-latency task's lone count, counted by a CountLine (low_latency_count.py), or None.
+    count_line: NativeCount | None = None
 
     def task_commit(self, partition: int) -> TaskCommit:
         """The writes of task ``partition`` for one micro-batch (task_commit.py): its partition of
