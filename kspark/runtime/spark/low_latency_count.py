@@ -18,11 +18,12 @@ engine's store and what follows the count unchanged:
   reading a key's count from the store (below its record cache) the first
   time it changes;
 * at the commit (:meth:`CountLine.flush`, before the task's own) it writes
-  each changed key to the store below the cache -- RocksDB and the
-  changelog, the value and timestamp as the engine's timestamped store
-  writes them -- and forwards it to what follows the count (the task's fused
-  tail, as the micro-batch native count does), in the order the record
-  cache would flush them (the order of their latest updates);
+  the changed keys to the store below the cache in one write batch --
+  RocksDB and the changelog, the value and timestamp as the engine's
+  timestamped store writes them -- and forwards each to what follows the
+  count (the task's fused tail, as the micro-batch native count does), in
+  the order the record cache would flush them (the order of their latest
+  updates);
 * the stream time and partition time advance as the task's queue would
   advance them; a record with a null key or value is dropped and counted as
   the aggregation drops it;
@@ -178,12 +179,19 @@ class CountLine:
         self._store_keys.clear()
         if not pending:
             return
-        put = self._below.put
+        # One write batch: a put each was one WAL write each, the line's largest cost under load
+        # (py-spy, W2 at 20,000 rec/s). The changelog records then all precede the outputs,
+        # where the cache's flush alternates them: two topics, each in the same order.
+        self._below.put_all(
+            [
+                (key, timestamp.to_bytes(8, "big", signed=True) + count.to_bytes(8, "big", signed=True))
+                for key, (count, timestamp, _, _) in pending.items()
+            ]
+        )
         forward, tail = self._native.forward, self._tail
         topic, partition = self._topic, self._partition
         to_headers = self._to_headers
         assert to_headers is not None
         for key, (count, timestamp, offset, raw_headers) in pending.items():
-            put(key, timestamp.to_bytes(8, "big", signed=True) + count.to_bytes(8, "big", signed=True))
             headers = to_headers(raw_headers) if raw_headers else None
             forward(tail, key, count, timestamp, topic, partition, offset, headers)
