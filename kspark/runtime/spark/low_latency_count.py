@@ -36,7 +36,11 @@ The output is the engine's with the record cache on as long as the cache
 would not have filled between two commits: the cache then forwards early
 (Kafka Streams flushes a full cache's dirty entries when it evicts), this
 line only at the commit. Every forwarded count is a count the engine could
-have forwarded, and the latest one per key is the same.
+have forwarded, and the latest one per key is the same. The store's
+operation metrics (``metrics.recording.level=DEBUG``) and the record cache's
+do not see the line's reads and writes, as they do not see Spark's native
+count's in micro-batches; the dropped records and end-to-end latencies are
+recorded as the engine records them.
 """
 
 from __future__ import annotations
