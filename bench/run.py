@@ -537,7 +537,10 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
     id; W2/W3 the first output of its key (and window) whose count includes
     it). Records produced in the first ``--latency-warmup`` seconds of the
     load are excluded from the percentiles. The output must equal the
-    expected result for every record produced. The output is read
+    expected result for every record produced. When the harness's producer
+    finds its queue full (the broker behind), it waits for deliveries and
+    reports the seconds it waited (``producer_stalled_s``): the load was not
+    offered then. The output is read
     ``read_committed``; under exactly-once an output's time is when it became
     visible, its transaction's commit marker's append time
     (:mod:`bench.kafka_output`), not its own append time.
@@ -596,9 +599,18 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
                     out_partitions.append(int(msg.partition() or 0))
                     out_offsets.append(int(msg.offset() or 0))
 
+        stalled = [0.0]  # seconds the producer's queue was full: the load was not offered then
+
         def send(i: int) -> None:
             e = next(events_from(i))
-            producer.produce(input_topic, key=e.key.encode(), value=event_value(e), timestamp=e.ts)
+            while True:
+                try:
+                    producer.produce(input_topic, key=e.key.encode(), value=event_value(e), timestamp=e.ts)
+                    return
+                except BufferError:  # the broker is behind: wait for deliveries, and say so
+                    waited = time.monotonic()
+                    producer.poll(0.05)
+                    stalled[0] += time.monotonic() - waited
 
         # The load starts once the system has answered a first few records: start-up
         # (a JVM, a Spark session, Python workers) is not latency at a steady load.
@@ -671,6 +683,7 @@ def run_latency(kafka: LocalKafka, system: System, workload: str, args: argparse
         "p99_ms": pct(0.99),
         "max_ms": pct(1.0),
         "check": verdict or "ok",
+        "producer_stalled_s": round(stalled[0], 1),
         **({"py_spy": spied} if spied else {}),
     }
 
