@@ -79,18 +79,23 @@ def run(
         table = [RawRecord("users", 0, i, ts, k.encode(), v) for i, (k, v, ts) in enumerate(users())]
         task.add_records("users", 0, table)
         _run(task)
-    columns = [[getattr(r, name) for r in records] for name in ("offset", "timestamp", "key", "value")]
+    offsets, timestamps = [r.offset for r in records], [r.timestamp for r in records]
+    keys, values = [r.key for r in records], [r.value for r in records]
     if profiler is not None:
         profiler.enable()
     start = time.process_time()
     out = []
     step = commit_every or len(records)
     for i in range(0, len(records), step):
-        part = [c[i : i + step] for c in columns]
+        j = i + step
         if chain is not None:
-            chain.process("in", 0, *part, [None] * len(part[0]), Headers)
+            none = [None] * len(offsets[i:j])
+            chain.process("in", 0, offsets[i:j], timestamps[i:j], keys[i:j], values[i:j], none, Headers)
         elif line is not None:
-            line.process(FeedChunk("in", 0, *part, [None] * len(part[0]), to_headers))
+            none = [None] * len(offsets[i:j])
+            line.process(
+                FeedChunk("in", 0, offsets[i:j], timestamps[i:j], keys[i:j], values[i:j], none, to_headers)
+            )
             line.flush()
         else:
             task.add_records("in", 0, records[i : i + step])
