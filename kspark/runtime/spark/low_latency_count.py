@@ -1,4 +1,4 @@
-"""A low-latency task's lone count, counted between two commits as Spark's native count is.
+"""A low-latency task's lone count or reduce, kept between two commits as Spark's native count is.
 
 A low-latency query (:mod:`~kspark.runtime.spark.low_latency`) runs a stateful
 task's records through the engine one at a time, and commits every
@@ -8,10 +8,12 @@ four store layers, and at the commit one cache flush, a changelog record and
 an output record, each through the processor nodes: about 190 Python calls
 a record (``python -m bench.engine --workload W2 --commit-every 1000
 --profile``). A sub-topology the physical plan would lower to Spark's own
-count in micro-batches (:func:`~kspark.runtime.spark.lowering.lower`: a lone
-``count()`` on a source, its table only ``toStream()`` into stateless
-operators and sinks, the cache on) runs its count here instead, with the
-engine's store and what follows the count unchanged:
+count or reduce in micro-batches (:func:`~kspark.runtime.spark.lowering.lower`:
+a lone ``count()``, or ``reduce`` with ``operator.add``, ``min`` or ``max``
+over Long or Integer values, on a source, its table only ``toStream()`` into
+stateless operators and sinks, the cache on) runs it here instead, with the
+engine's store and what follows it unchanged (a reduce's aggregate stands
+where a count's count does below):
 
 * between two commits the :class:`CountLine` keeps each changed key's
   count, largest timestamp, and the offset and headers of its latest record,
@@ -27,10 +29,13 @@ engine's store and what follows the count unchanged:
 * the stream time and partition time advance as the task's queue would
   advance them; a record with a null key or value is dropped and counted as
   the aggregation drops it;
-* a record with a negative timestamp is left to the task's own path, whose
-  timestamp extractor decides (fail, skip, or partition time): the pending
-  counts are written first, and the engine's cache is flushed after it, so
-  that the two never hold different counts of a key.
+* a record the engine judges is left to the task's own path: one with a
+  negative timestamp (its timestamp extractor decides: fail, skip, or
+  partition time), a reduce's value of the wrong size (its deserializer
+  fails, with the log-and-fail handler the lowering requires) and a sum out
+  of the value's range (the store's serializer fails). The pending
+  aggregates are written first, and the engine's cache is flushed after
+  it, so that the two never hold different aggregates of a key.
 
 The output is the engine's with the record cache on as long as the cache
 would not have filled between two commits: the cache then forwards early
@@ -73,11 +78,20 @@ def _below_cache(store: Any, name: str) -> Any:
 
 
 class CountLine:
-    """Task ``task``'s count (``native``, a plain count) of its one source topic ``topic``."""
+    """Task ``task``'s count or reduce (``native``, not windowed) of its one source topic ``topic``."""
 
     def __init__(self, task: StreamTask, native: NativeCount, topic: str, partition: int) -> None:
-        if native.windows is not None or native.reduce is not None:
-            raise StreamsException(f"{native.aggregate}: only a plain count runs as a count line")
+        if native.windows is not None:
+            raise StreamsException(f"{native.aggregate}: a windowed count does not run as a count line")
+        reduce = native.reduce
+        # A count adds 1 a record; a reduce combines the value, a Long or Integer of this size:
+        # a sum adds it, a minimum or maximum picks.
+        self._counting = reduce is None
+        self._size = 8 if reduce is None else reduce.size
+        self._pick: Callable[[int, int], int] | None = None
+        if reduce is not None and reduce.function != "sum":
+            self._pick = min if reduce.function == "min" else max
+        self._limit = 1 << (8 * self._size - 1)  # a sum outside [-limit, limit) fails the store
         node = task.node(native.aggregate)
         assert node is not None, native.aggregate
         (store_name,) = node.state_store_names
@@ -92,12 +106,12 @@ class CountLine:
         self._utf8 = native.utf8_keys
         # Key bytes as read -> as the store holds them (String keys: invalid UTF-8 replaced).
         self._store_keys: dict[bytes, bytes] = {}
-        # Store key -> [count, timestamp, offset, headers as read] of its latest record.
+        # Store key -> [aggregate, timestamp, offset, headers as read] of its latest record.
         self._pending: dict[bytes, list[Any]] = {}
         self._to_headers: Callable[[Any], Headers] | None = None
 
     def process(self, chunk: FeedChunk) -> None:
-        """Count records of the task's partition of its topic, in offset order."""
+        """Count (or reduce) records of the task's partition of its topic, in offset order."""
         self._to_headers = chunk.to_headers
         offsets, timestamps, keys, values, headers = (
             chunk.offsets,
@@ -110,6 +124,8 @@ class CountLine:
         pending = self._pending
         below_get = self._below.get
         store_key = self._store_key
+        counting, pick = self._counting, self._pick
+        size, limit = self._size, self._limit
         partition_time = queue.partition_time
         n = len(offsets)
         i = 0
@@ -117,31 +133,42 @@ class CountLine:
             timestamp = timestamps[i]
             if timestamp < 0:
                 break
+            key, value = keys[i], values[i]
+            if key is not None and value is not None:
+                if counting:
+                    x = 1
+                elif len(value) == size:
+                    x = int.from_bytes(value, "big", signed=True)
+                else:
+                    break  # the engine's deserializer fails on it, with its handler's error
+                k = store_key(key)
+                entry = pending.get(k)
+                if entry is None:
+                    stored = below_get(k)
+                    if stored is not None:
+                        # The timestamped store's bytes: the timestamp (8 bytes), then the value.
+                        before = int.from_bytes(stored[:8], "big", signed=True)
+                        entry = [int.from_bytes(stored[8:], "big", signed=True), before, 0, None]
+                if entry is None:
+                    entry = [x, timestamp, offsets[i], headers[i]]
+                else:
+                    if pick is None:
+                        aggregate = entry[0] + x
+                        if not -limit <= aggregate < limit:
+                            break  # the engine's store fails to serialize it, with its error
+                    else:
+                        aggregate = pick(entry[0], x)
+                    entry[0] = aggregate
+                    if timestamp > entry[1]:
+                        entry[1] = timestamp
+                    entry[2] = offsets[i]
+                    entry[3] = headers[i]
+                    pending.pop(k, None)
+                pending[k] = entry  # last: a flush takes keys in the order of their latest updates
+            else:
+                task.record_dropped(_DROPPED)
             if timestamp > partition_time:
                 partition_time = timestamp
-            key = keys[i]
-            if key is None or values[i] is None:
-                task.record_dropped(_DROPPED)
-                i += 1
-                continue
-            k = store_key(key)
-            entry = pending.pop(k, None)
-            if entry is None:
-                stored = below_get(k)
-                if stored is None:
-                    entry = [1, timestamp, offsets[i], headers[i]]
-                else:
-                    # The timestamped store's bytes: the timestamp (8 bytes), then the Long count.
-                    before = int.from_bytes(stored[:8], "big", signed=True)
-                    count = int.from_bytes(stored[8:], "big", signed=True)
-                    entry = [count + 1, max(timestamp, before), offsets[i], headers[i]]
-            else:
-                entry[0] += 1
-                if timestamp > entry[1]:
-                    entry[1] = timestamp
-                entry[2] = offsets[i]
-                entry[3] = headers[i]
-            pending[k] = entry  # last: a flush takes keys in the order of their latest updates
             i += 1
         task.take_time(queue, partition_time)
         task.e2e[self._queue.source.name].record_timestamps(task.wall_clock_ms(), timestamps[:i])
@@ -149,8 +176,9 @@ class CountLine:
             self._engine_path(chunk, i)
 
     def _engine_path(self, chunk: FeedChunk, first: int) -> None:
-        """The chunk's records from ``first`` on (the first has a negative timestamp) through the
-        task's own path, its extractor's to judge; then back to this line for the next poll."""
+        """The chunk's records from ``first`` on through the task's own path; then back to this
+        line for the next poll. The first is one the engine judges: a negative timestamp (its
+        extractor decides), a reduce's value of the wrong size or a sum out of range (it fails)."""
         self.flush()
         task = self._task
         rest = FeedChunk(
@@ -183,13 +211,14 @@ class CountLine:
         self._store_keys.clear()
         if not pending:
             return
+        size = self._size
         # One write batch: a put each was one WAL write each, the line's largest cost under load
         # (py-spy, W2 at 20,000 rec/s). The changelog records then all precede the outputs,
         # where the cache's flush alternates them: two topics, each in the same order.
         self._below.put_all(
             [
-                (key, timestamp.to_bytes(8, "big", signed=True) + count.to_bytes(8, "big", signed=True))
-                for key, (count, timestamp, _, _) in pending.items()
+                (key, timestamp.to_bytes(8, "big", signed=True) + value.to_bytes(size, "big", signed=True))
+                for key, (value, timestamp, _, _) in pending.items()
             ]
         )
         forward, tail = self._native.forward, self._tail

@@ -445,17 +445,15 @@ def _count_line(
     settings: RunnerSettings,
     decisions: list[Decision],
 ) -> NativeCount | None:
-    """A low-latency sub-topology's count as a count line (low_latency_count.py): what lowers to
-    Spark's plain count in micro-batches, with its fused tail when that is fusable."""
+    """A low-latency sub-topology's count or reduce as a count line (low_latency_count.py): what
+    lowers to Spark's count or reduce in micro-batches, with its fused tail when that is fusable."""
     lowered = lower(builder, nodes, config, settings)
+    if not isinstance(lowered, str) and lowered.windows is not None:
+        lowered = "a windowed count"  # its window store keeps the sub-topology in micro-batches
+    decisions.append(
+        Decision("count line", not isinstance(lowered, str), lowered if isinstance(lowered, str) else "")
+    )
     if isinstance(lowered, str):
-        why: str | None = lowered
-    elif lowered.windows is not None or lowered.reduce is not None:
-        why = "only a plain count (not windowed, not a reduce)"
-    else:
-        why = None
-    decisions.append(Decision("count line", why is None, why or ""))
-    if isinstance(lowered, str) or why is not None:
         return None
     blocker = fused_after_blocker(built, lowered.to_stream or lowered.aggregate)
     return replace(lowered, fused_tail=blocker is None)

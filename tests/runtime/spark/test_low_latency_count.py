@@ -1,8 +1,11 @@
 """A low-latency task's count line (low_latency_count.py) against the engine's own path: the same
-records, committed at the same points, give the same output, changelog and store."""
+records, committed at the same points, give the same output, changelog and store, for a count
+and for the reduces it runs (sum, min, max of Long or Integer values)."""
 
 from __future__ import annotations
 
+import contextlib
+import operator
 from typing import Any
 
 import pytest
@@ -28,6 +31,13 @@ def _count(key_serde: Any = S, then_upper: bool = False) -> Topology:
     if then_upper:
         counts = counts.filter(lambda k, v: v != 3).map(lambda k, v: (k, v * 10))
     counts.to("out", Produced.with_(key_serde, Serdes.Long()))
+    return b.build()
+
+
+def _reduce(reducer: Any, values: Any) -> Topology:
+    b = StreamsBuilder()
+    table = b.stream("in", Consumed.with_(S, values)).group_by_key().reduce(reducer)
+    table.to_stream().to("out", Produced.with_(S, values))
     return b.build()
 
 
@@ -161,3 +171,50 @@ def test_the_plan_says_which_low_latency_counts_run_as_count_lines() -> None:
     assert other.subtopologies[0].native is None
     uncached = physical_plan(_count(), _config(**{"statestore.cache.max.bytes": 0}), {"in": 1, "out": 1})
     assert "count line: no (the record cache is off" in str(uncached)
+
+
+def _ints(values: list[int | None], size: int) -> list[bytes | None]:
+    return [None if v is None else v.to_bytes(size, "big", signed=True) for v in values]
+
+
+@pytest.mark.parametrize(("reducer", "function"), [(operator.add, "sum"), (min, "min"), (max, "max")])
+@pytest.mark.parametrize(("values", "size"), [(Serdes.Long(), 8), (Serdes.Integer(), 4)])
+def test_a_reduce_spark_would_lower_runs_as_a_count_line_with_the_engines_output(
+    reducer: Any, function: str, values: Any, size: int
+) -> None:
+    topology = _reduce(reducer, values)
+    plan = physical_plan(topology, _config(), {"in": 1, "out": 1})
+    assert plan.subtopologies[0].native is not None and "count line: yes" in str(plan)
+    keys = [b"a", b"b", b"a", b"c", b"b", b"a"]
+    first = _ints([5, -3, 7, None, 2, -9], size)
+    second = _ints([4, 1, -2, 8, 3, 6], size)
+    rows = lambda vs, t: [(k, v, t + i) for i, (k, v) in enumerate(zip(keys, vs, strict=True))]  # noqa: E731
+    _both(topology, _config(), [[_chunk(0, rows(first, 10))], [_chunk(6, rows(second, 1))]])
+
+
+def test_a_reduce_fails_as_the_engine_does_on_a_value_of_another_size_and_a_sum_out_of_range() -> None:
+    big = (1 << 63) - 2
+    for values, _size, rows, error in (
+        (Serdes.Long(), 8, [(b"a", _ints([1], 8)[0], 1), (b"a", b"\x00\x01", 2)], "LongDeserializer"),
+        (Serdes.Long(), 8, [(b"a", _ints([big], 8)[0], 1), (b"a", _ints([5], 8)[0], 2)], "LongSerializer"),
+        (Serdes.Integer(), 4, [(b"a", _ints([2**31 - 1], 4)[0], 1), (b"a", _ints([1], 4)[0], 2)], "Integer"),
+    ):
+        topology = _reduce(operator.add, values)
+        engine, counted, line = _tasks(topology, _config())
+        try:
+            engine.add_records("in", 0, _chunk(0, rows).records())
+            with pytest.raises(StreamsException) as want:
+                while engine.process():
+                    pass
+            with pytest.raises(StreamsException) as got:
+                line.process(_chunk(0, rows))
+            assert error in str(got.value)
+            assert str(got.value) == str(want.value)
+            # What it counted before the failing record was written and forwarded first.
+            assert [r.value for r in counted.drain_output() if r.topic == "out"] == [rows[0][1]]
+        finally:
+            # The failed engine task's cache still holds its first record, and closing flushes it
+            # into closed nodes: a runner logs that and discards the task (WarmTask.close).
+            with contextlib.suppress(StreamsException):
+                engine.close()
+            counted.close()
