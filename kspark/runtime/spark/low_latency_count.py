@@ -134,13 +134,10 @@ class CountLine:
             if timestamp < 0:
                 break
             key, value = keys[i], values[i]
+            if not counting and value is not None and len(value) != size:
+                break  # the engine's deserializer fails on it (null key or not), with its handler's error
             if key is not None and value is not None:
-                if counting:
-                    x = 1
-                elif len(value) == size:
-                    x = int.from_bytes(value, "big", signed=True)
-                else:
-                    break  # the engine's deserializer fails on it, with its handler's error
+                x = 1 if counting else int.from_bytes(value, "big", signed=True)
                 k = store_key(key)
                 entry = pending.get(k)
                 if entry is None:
