@@ -25,10 +25,10 @@ S, B = Serdes.String(), Serdes.ByteArray()
 LOW = {"spark.kspark.lowLatency": "true"}
 
 
-def _count(key_serde: Any = S, then_upper: bool = False) -> Topology:
+def _count(key_serde: Any = S, with_tail: bool = False) -> Topology:
     b = StreamsBuilder()
     counts = b.stream("in", Consumed.with_(key_serde, S)).group_by_key().count().to_stream()
-    if then_upper:
+    if with_tail:
         counts = counts.filter(lambda k, v: v != 3).map(lambda k, v: (k, v * 10))
     counts.to("out", Produced.with_(key_serde, Serdes.Long()))
     return b.build()
@@ -117,7 +117,7 @@ def test_counts_forwarded_at_each_commit_are_the_engines_in_its_order() -> None:
 def test_a_tail_after_the_count_and_bytes_keys_and_invalid_utf8_are_the_engines() -> None:
     rows = [(b"\xff", b"1", 1), (b"\xfe", b"1", 2), (b"ok", b"1", 3), (b"\xff", b"1", 4)]
     # String keys: two invalid keys are one U+FFFD key to the store, as the engine stores them.
-    _both(_count(then_upper=True), _config(), [[_chunk(0, rows)], [_chunk(4, rows)]])
+    _both(_count(with_tail=True), _config(), [[_chunk(0, rows)], [_chunk(4, rows)]])
     _both(_count(key_serde=B), _config(), [[_chunk(0, rows)], [_chunk(4, rows)]])
 
 
