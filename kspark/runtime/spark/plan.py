@@ -360,8 +360,7 @@ def _subtopology(
             decisions.append(Decision("native lowering", False, lowered))
             stage, fused = Stage.ENGINE, False
         else:
-            blocker = fused_after_blocker(built, lowered.to_stream or lowered.aggregate)
-            native = replace(lowered, fused_tail=blocker is None)
+            native, blocker = _with_fused_tail(built, lowered)
             stage = (
                 Stage.NATIVE_WINDOWED_COUNT
                 if lowered.windows is not None
@@ -450,13 +449,17 @@ def _count_line(
     lowered = lower(builder, nodes, config, settings)
     if not isinstance(lowered, str) and lowered.windows is not None:
         lowered = "a windowed count"  # its window store keeps the sub-topology in micro-batches
-    decisions.append(
-        Decision("count line", not isinstance(lowered, str), lowered if isinstance(lowered, str) else "")
-    )
     if isinstance(lowered, str):
+        decisions.append(Decision("count line", False, lowered))
         return None
+    decisions.append(Decision("count line", True))
+    return _with_fused_tail(built, lowered)[0]
+
+
+def _with_fused_tail(built: ProcessorTopology, lowered: NativeCount) -> tuple[NativeCount, str | None]:
+    """``lowered`` with its tail fused when what follows the aggregation is fusable, and why not."""
     blocker = fused_after_blocker(built, lowered.to_stream or lowered.aggregate)
-    return replace(lowered, fused_tail=blocker is None)
+    return replace(lowered, fused_tail=blocker is None), blocker
 
 
 def _task_count(
