@@ -119,9 +119,14 @@ IVY_SETTINGS = """\
 """
 
 
-def _alive_workers(webui: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{webui}/json", timeout=5) as response:
-        state = json.load(response)
+def _alive_workers(webui: int) -> int | None:
+    """The master's count of ALIVE workers, or None while its web UI does not answer with JSON
+    (not listening yet, or an empty body while it starts: CI saw a JSONDecodeError there)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{webui}/json", timeout=5) as response:
+            state = json.load(response)
+    except (OSError, ValueError):
+        return None
     return sum(1 for worker in state.get("workers", []) if worker.get("state") == "ALIVE")
 
 
@@ -191,9 +196,8 @@ class StandaloneCluster:
         while time.monotonic() < deadline:
             for name, proc in self.procs.items():
                 assert proc.poll() is None, f"{name} exited\n" + _tail(self.root / f"{name}.log")
-            with contextlib.suppress(OSError):
-                if _alive_workers(self.webui) == len(self.workers):
-                    return
+            if _alive_workers(self.webui) == len(self.workers):
+                return
             time.sleep(0.5)
         raise AssertionError("the workers did not register\n" + self.logs())
 
