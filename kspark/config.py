@@ -424,8 +424,11 @@ _DEFS: dict[str, ConfigDef] = {
         "long",
         DEFAULT_COMMIT_INTERVAL_MS,
         at_least=0,
-        doc="Kafka Streams: how often consumed records of repartition topics are deleted. kspark "
-        "deletes none; repartition topics keep records as the broker's retention says.",
+        runners=(SPARK,),
+        doc="How often the records of repartition topics that their readers have committed are "
+        "deleted (the admin client's deleteRecords), as in Kafka Streams. On Spark a committed "
+        "micro-batch of the query reading the topic is the commit; the first purge is due one "
+        "interval after the start. What a low-latency query reads is not purged.",
     ),
     "connections.max.idle.ms": _d("long", 540_000, doc=_client("idle connections are closed after this")),
     "default.dsl.store": _d(

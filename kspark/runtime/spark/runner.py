@@ -72,6 +72,7 @@ from kspark.runtime.spark.metrics import (
     thread_metrics,
 )
 from kspark.runtime.spark.plan import PhysicalPlan, QueryPlan, Stage, physical_plan
+from kspark.runtime.spark.purge import RepartitionPurger
 from kspark.runtime.spark.pyfiles import shipped_python_path
 from kspark.runtime.spark.replica import StoreReplicas, create_changelog_topics, store_homes
 from kspark.runtime.spark.session import use_local_checkpoint_files
@@ -102,6 +103,10 @@ __all__ = [
 ]
 
 _SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+# Kafka Streams' repartition topic settings that still apply (its RepartitionTopicConfig): segments
+# of 50 MB, so that the broker frees what a purge (purge.py) deleted soon; the retention stays the
+# broker's (Kafka Streams' is infinite), as a low-latency query's input is not purged.
+REPARTITION_TOPIC_CONFIG = {"cleanup.policy": "delete", "segment.bytes": str(50 * 1024 * 1024)}
 _PLAN_FILE = "plan.json"
 
 _log = logging.getLogger(__name__)
@@ -183,6 +188,8 @@ class SparkRunner:
         # Interactive queries (replica.py): made with the plan (then on_replicas called), used on demand.
         self.replicas: StoreReplicas | None = None
         self.on_replicas: list[Callable[[StoreReplicas], None]] = []
+        # Repartition topics' committed records are deleted (purge.py): made with the plan.
+        self._purger: RepartitionPurger | None = None
         self.progress.on_commit = self._on_commit
 
     # ------------------------------------------------------------------ metrics
@@ -250,7 +257,7 @@ class SparkRunner:
     def prepare_topics(self) -> PhysicalPlan:
         """Fail on missing source topics; create the repartition topics the topology declares;
         plan over the partition counts found, and check the checkpoints are this plan's."""
-        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
         settings = librdkafka_client(self.config.originals(), "admin")
         metadata = cluster_metadata(settings)
@@ -271,7 +278,12 @@ class SparkRunner:
             if props.kind != "repartition" or topic in existing:
                 continue
             to_create.append(
-                NewTopic(topic, num_partitions=props.partitions or max_source, replication_factor=-1)
+                NewTopic(
+                    topic,
+                    num_partitions=props.partitions or max_source,
+                    replication_factor=-1,
+                    config=REPARTITION_TOPIC_CONFIG,
+                )
             )
         wanted = {*external, *(t for t, p in internal.items() if p.kind == "repartition")}
         self.partitions = {t: n for t, n in existing.items() if t in wanted}
@@ -280,6 +292,15 @@ class SparkRunner:
         sinks = {self._topic(s) for n in self.builder.node_names() if (s := self.builder.sink_topic_of(n))}
         self.sink_partitions = {**{s: n for s, n in existing.items() if s in sinks}, **self.partitions}
         create_topics(settings, to_create, "internal")
+        if self._purger is None:
+            # A topic that is also a store's changelog (its source table's) is read again by restores.
+            changelogs = {self._topic(t) for t in self.builder.source_changelog_topics().values()}
+            self._purger = RepartitionPurger(
+                (t for t, p in internal.items() if p.kind == "repartition" and t not in changelogs),
+                int(self.config["repartition.purge.interval.ms"]) / 1000,
+                # its log lines through Python logging (confluent-kafka takes a logging.Logger here)
+                lambda: AdminClient({**settings, "logger": _log}),  # type: ignore[dict-item]
+            )
         self.physical = None
         plan = self.plan()
         if any(q.stage is Stage.LOW_LATENCY for q in plan.queries):
@@ -531,6 +552,8 @@ class SparkRunner:
     def _on_commit(self, query: str, batch_id: int, ends: dict[tuple[str, int], int]) -> None:
         if self.replicas is not None:
             self.replicas.on_progress(query, batch_id, ends)
+        if self._purger is not None:
+            self._purger.committed(ends)
 
     def replica_spec(self, subtopology: int) -> TopologySpec:
         """What builds the tasks whose stores a replica fills: never run, and without record caches
@@ -744,6 +767,8 @@ class SparkRunner:
         self._batch_functions.clear()
         self._lag_lister = None  # its admin client goes with it, before the cluster may
         self._group_positions.close()
+        if self._purger is not None:
+            self._purger.close()
         try:
             self.progress.detach(self.spark)
         except Exception as e:  # the session may be gone already; nothing listens any more either way

@@ -60,6 +60,7 @@ def main(argv: list[str]) -> int:
         "bootstrap.servers": bootstrap,
         "state.dir": state_dir,
         "processing.guarantee": "exactly_once_v2",
+        **eos_app.KEEP_REPARTITION_RECORDS,
     }
     # Each numbered record takes 2 ms: the batch lasts long enough for the kill to hit it.
     app = KafkaStreams(eos_app.topology(topics, slow_ms=2.0), config, spark=spark)

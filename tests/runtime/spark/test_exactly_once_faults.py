@@ -49,6 +49,7 @@ def test_a_broker_restart_during_an_exactly_once_run(spark: Any, tmp_path: Path)
             "state.dir": str(tmp_path / "state"),
             "processing.guarantee": "exactly_once_v2",
             "commit.interval.ms": 500,
+            **eos_app.KEEP_REPARTITION_RECORDS,
         }
         producer = Input(kafka, ["in-a", "in-b", "in-c"], rate=500)
         producer.start()
