@@ -83,7 +83,7 @@ class RepartitionPurger:
 
     def deleted(self) -> dict[TP, int]:
         """Where the broker has confirmed each topic-partition's records deleted up to (the
-        purges answered so far; for tests and the log)."""
+        purges answered so far)."""
         with self._lock:
             self._answered()
             return dict(self._deleted)
