@@ -273,7 +273,7 @@ def spark_settings(conf: Mapping[str, str] | None = None, *, log_level: str = "W
 
 def _get_or_create(settings: Mapping[str, str], nice: int | None = None) -> SparkSession:
     """The session of ``settings``; with ``nice`` (spark.kspark.processingNice), the JVM it
-    launches runs at that nice value.
+    launches runs at that nice value, in a session of its own (:func:`_launch_jvm_apart`).
 
     Linux keeps a nice value per thread and a process starts with its parent thread's, so the
     JVM is launched from a thread of its own that first lowers its own priority: the JVM's
@@ -296,6 +296,7 @@ def _get_or_create(settings: Mapping[str, str], nice: int | None = None) -> Spar
     def launch() -> None:
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)  # this thread only
+            _launch_jvm_apart(settings, nice)
             made.append(builder.getOrCreate())
         except BaseException as e:  # the caller's to raise, in its own thread
             failed.append(e)
@@ -315,6 +316,34 @@ def _get_or_create(settings: Mapping[str, str], nice: int | None = None) -> Spar
 
         signal.signal(signal.SIGINT, cancel)
     return spark
+
+
+def _launch_jvm_apart(settings: Mapping[str, str], nice: int) -> None:
+    """Launch Spark's JVM (PySpark's gateway) in a session of its own and, where Linux schedules
+    sessions as groups, give its group the nice value ``nice``.
+
+    Why: with autogroup (``kernel.sched_autogroup_enabled``, on in most distributions' kernels)
+    Linux first shares the cores among sessions, each session one group, and only then among a
+    group's threads by their nice values. A JVM at nice 10 in the application's session was below
+    the application only inside that group, which as a whole, with every task in it, counted as
+    the heaviest one against the other sessions (a broker's, a client's): a process of the
+    application that woke up (the HTTP endpoint's serving process) waited behind them. In a
+    session of its own the JVM's group yields to the application's, which is then light. Without
+    autogroup the threads' nice does it alone. The JVM still ends with the application: PySpark's
+    gateway exits when its standard input, the application's pipe, closes."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    conf = SparkConf()
+    conf.setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway)
+    autogroup = Path(f"/proc/{gateway.proc.pid}/autogroup")
+    if autogroup.exists():
+        try:
+            autogroup.write_text(str(nice))
+        except OSError as e:  # not allowed here: the threads' nice still ranks it in its group
+            _log.warning("%s: could not lower the priority of Spark's JVM's session: %s", PROCESSING_NICE, e)
 
 
 def _settings_and_archive(

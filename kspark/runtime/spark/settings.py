@@ -192,8 +192,10 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "With a local master, on Linux: start Spark's JVM (which runs every task) and so its "
         "Python workers at this nice value (1-19), below the application process and the HTTP "
-        "endpoint's serving process, which then get a core first when the tasks fill them. Unset: "
-        "the JVM runs at the application's own. Read when kspark creates the session.",
+        "endpoint's serving process, which then get a core first when the tasks fill them. The JVM "
+        "runs in a session of its own, whose scheduling group (Linux's autogroup, where it is on) "
+        "gets the nice value too; it still ends with the application. Unset: the JVM runs at the "
+        "application's own. Read when kspark creates the session.",
     ),
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -153,7 +154,9 @@ def test_local_checkpoints_are_written_through_the_file_system_api(spark: SparkS
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
 def test_processing_nice_starts_the_jvm_and_its_workers_below_the_application() -> None:
     # Needs a JVM of its own, hence a subprocess. Every thread of the JVM and of the Python
-    # workers it starts runs at the nice value; the application process keeps its own.
+    # workers it starts runs at the nice value; the application process keeps its own. The JVM
+    # runs in a session of its own, whose scheduling group (autogroup, where the kernel has it)
+    # has the nice value too, and it ends when the application process dies.
     code = textwrap.dedent(
         """
         import os
@@ -173,12 +176,32 @@ def test_processing_nice_starts_the_jvm_and_its_workers_below_the_application() 
         print("JVM", sorted(nices(jvm)))
         print("WORKERS", sorted(set().union(*(nices(p) for p in set(workers)))))
         print("APP", os.getpriority(os.PRIO_PROCESS, 0))
-        spark.stop()
+        print("OWN SESSION", os.getsid(jvm) == jvm != os.getsid(0))
+        group = f"/proc/{jvm}/autogroup"
+        print("GROUP", open(group).read().split()[-1] if os.path.exists(group) else "none")
+        print("PID", jvm, flush=True)
+        os.kill(os.getpid(), 9)  # dies without stopping Spark: the JVM must end by itself
         """
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == -9, proc.stderr[-3000:]
     assert "JVM [7]" in proc.stdout and "WORKERS [7]" in proc.stdout, proc.stdout
-    assert "APP 0" in proc.stdout, proc.stdout
+    assert "APP 0" in proc.stdout and "OWN SESSION True" in proc.stdout, proc.stdout
+    group = proc.stdout.split("GROUP ")[1].split()[0]
+    assert group in ("7", "none"), proc.stdout  # "none": a kernel without autogroup
+    jvm = int(proc.stdout.split("PID ")[1].split()[0])
+    deadline = time.monotonic() + 60
+    while _alive(jvm) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(jvm), "Spark's JVM outlived the application process"
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (not ended, nor a zombie left for its parent to collect)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
