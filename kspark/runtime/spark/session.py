@@ -339,11 +339,18 @@ def _launch_jvm_apart(settings: Mapping[str, str], nice: int) -> None:
     gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
     SparkContext._ensure_initialized(gateway=gateway)
     autogroup = Path(f"/proc/{gateway.proc.pid}/autogroup")
-    if autogroup.exists():
+    if not autogroup.exists():  # a kernel without autogroup: the threads' nice does it alone
+        return
+    for attempt in range(3):
         try:
             autogroup.write_text(str(nice))
+            return
+        except BlockingIOError:  # Linux takes one unprivileged write a tenth of a second
+            time.sleep(0.11 * (attempt + 1))
         except OSError as e:  # not allowed here: the threads' nice still ranks it in its group
             _log.warning("%s: could not lower the priority of Spark's JVM's session: %s", PROCESSING_NICE, e)
+            return
+    _log.warning("%s: Linux refused three times to lower the JVM's session's priority", PROCESSING_NICE)
 
 
 def _settings_and_archive(
