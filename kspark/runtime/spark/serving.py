@@ -67,6 +67,7 @@ _log = logging.getLogger(__name__)
 # interpreter lock every 0.5 ms instead of 5: a point read waits at most that long for the loop.
 SWITCH_INTERVAL_S = 0.0005
 RESTARTS = 5  # a child that ends unasked is started again, this many times per run
+PLAN_WAIT_S = 15.0  # how long a read in the child waits for the application's plan to arrive
 _LIVE_PATHS = ("/", "/live/topology.svg", "/live/metrics")  # answered by the driver's server
 _READY = b"ready\n"
 
@@ -304,6 +305,7 @@ class _Served(DiscoveryCalls):
         self.replicas: StoreReplicas | None = None
         self.discovery: Discovery | None = None
         self.failed: Exception | None = None  # the stores could not be loaded here
+        self.planned = threading.Event()  # the plan was applied here (or failed to load)
         self._batches: dict[str, int] = {}  # per query, the last batch id handed to the replicas
 
     def _validate_is_running_or_rebalancing(self, what: str = "") -> None:
@@ -316,6 +318,11 @@ class _Served(DiscoveryCalls):
 
     def _replicas(self, name: str) -> StoreReplicas:
         self._validate_is_running_or_rebalancing(f"Cannot get state store {name}: ")
+        if threading.current_thread() is not threading.main_thread():
+            # start() returns once the driver has its replicas; the plan reaches this process a
+            # moment later. A read sent in between waits for it, as it would have found the
+            # driver's; never on the event loop (the main thread), which answers at once.
+            self.planned.wait(PLAN_WAIT_S)
         if self.failed is not None:
             raise InvalidStateStoreException(
                 f"Cannot get state store {name}: the interactive-query process could not load the "
@@ -358,11 +365,13 @@ class _Served(DiscoveryCalls):
             except Exception as e:  # the topology's code cannot be loaded here: say so on every read
                 _log.exception("the interactive-query process cannot load the application's stores")
                 self.failed = e
+                self.planned.set()
                 return
             self.discovery = plan["discovery"]
             self.replicas = StoreReplicas(
                 plan["homes"], plan["refused"], _task_builder(plan["specs"]), plan["consumer"], None
             )
+            self.planned.set()
         # A child started again may get a batch it was started with once more, or an older one
         # queued for the child before it: a replica never goes back.
         elif (

@@ -92,3 +92,33 @@ def test_the_serving_process_answers_for_the_application_and_is_restarted_when_i
     assert server._child.poll() is not None
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{server.url}/instances", timeout=2)
+
+
+def test_a_read_sent_before_the_plan_reaches_the_serving_process_waits_for_it() -> None:
+    # start() returns once the driver has its replicas; the child gets the plan a moment later.
+    # A read in that moment (here, the plan cannot be loaded) waits for it and then answers what
+    # the plan brought, instead of "still starting"; on the event loop it never waits.
+    import threading
+
+    from kspark.errors import InvalidStateStoreException
+    from kspark.runtime.spark.serving import _Served
+
+    served = _Served()
+    served.apply("state", KafkaStreams.State.REBALANCING.value)
+    with pytest.raises(InvalidStateStoreException, match="still starting"):
+        served._replicas("counts")  # the main thread: at once
+    answers: list[str] = []
+
+    def read() -> None:
+        try:
+            served._replicas("counts")
+        except InvalidStateStoreException as e:
+            answers.append(str(e))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    time.sleep(0.5)
+    assert reader.is_alive() and not answers  # waiting for the plan
+    served.apply("plan", b"not a plan")
+    reader.join(10)
+    assert len(answers) == 1 and "could not load the application's stores" in answers[0], answers
