@@ -33,8 +33,9 @@ def kafka() -> Iterator[LocalKafka]:
 def spark() -> Iterator[SparkSession]:
     """The run's SparkSession, made by kspark's own factory."""
     from kspark.runtime.spark.session import create_spark_session
+    from tests.spark_conf import TEST_SPARK_CONF
 
-    session = create_spark_session()
+    session = create_spark_session(TEST_SPARK_CONF)
     yield session
     session.stop()
 

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from kspark.dev.kafka import LocalKafka
+from tests.spark_conf import TEST_SPARK_CONF
 
 from .scenarios import BY_NAME
 from .spark import CONFIGS, Case, CatalogRunner
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> int:
     bootstrap, state_dir, out, case_ids = argv[0], Path(argv[1]), Path(argv[2]), argv[3:]
     cases = [parse_case_id(c) for c in case_ids if not c.startswith(RESTARTED)]
     restarted = [parse_case_id(c.removeprefix(RESTARTED)) for c in case_ids if c.startswith(RESTARTED)]
-    spark = create_spark_session({"spark.master": "local-cluster[2,1,1024]"})
+    spark = create_spark_session({**TEST_SPARK_CONF, "spark.master": "local-cluster[2,1,1024]"})
     try:
         runner = CatalogRunner(_Broker(bootstrap), spark, state_dir)
         outcomes = runner.run(cases)

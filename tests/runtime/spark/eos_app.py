@@ -42,6 +42,7 @@ from kspark.kafka_streams import StreamsUncaughtExceptionHandler
 from kspark.processor import Processor, ProcessorContext, Record
 from kspark.serde import Serdes
 from kspark.state import Stores
+from tests.spark_conf import TEST_SPARK_CONF
 
 S, L = Serdes.String(), Serdes.Long()
 WINDOW_MS = 10_000
@@ -124,7 +125,7 @@ def main(argv: list[str]) -> int:
     began = time.monotonic()
     with open(argv[0], encoding="utf-8") as fh:
         settings = json.load(fh)
-    spark = create_spark_session()
+    spark = create_spark_session(TEST_SPARK_CONF)
     session_s = time.monotonic() - began
     apps = []
     for guarantee, topics in sorted(settings["apps"].items()):

@@ -26,6 +26,7 @@ from kspark import KafkaStreams
 from kspark.errors import InvalidStateStoreException
 from kspark.state import QueryableStoreTypes
 from tests.runtime.spark import eos_app
+from tests.spark_conf import TEST_SPARK_CONF
 
 
 def _executor_pids() -> list[int]:
@@ -54,7 +55,9 @@ def main(argv: list[str]) -> int:
     bootstrap, state_dir, topics_file = argv
     with open(topics_file, encoding="utf-8") as fh:
         topics = json.load(fh)
-    spark = create_spark_session({"spark.master": "local-cluster[2,1,1024]", "spark.task.maxFailures": "8"})
+    spark = create_spark_session(
+        {**TEST_SPARK_CONF, "spark.master": "local-cluster[2,1,1024]", "spark.task.maxFailures": "8"}
+    )
     config = {
         "application.id": topics["application.id"],
         "bootstrap.servers": bootstrap,
