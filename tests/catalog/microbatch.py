@@ -128,6 +128,9 @@ class MicroBatchReference:
         self.topics = topics
         self.config = StreamsConfig(dict(config))
         self.rng = random.Random(interleaving.seed) if interleaving.seed is not None else None
+        # Whether the rng decided anything (more than one way to go): when it never did, every
+        # seed gives the canonical interleaving's result.
+        self.chose = False
         self.builder = builder = scenario.topology(topics).internal_builder
         builder.set_application_id(self.config.application_id())
         groups = builder.node_groups()
@@ -298,7 +301,10 @@ class MicroBatchReference:
         n = self.partitions_of(r.topic)
         if r.key is not None:
             return default_partition(r.key, n)
-        return 0 if self.rng is None else self.rng.randrange(n)
+        if self.rng is None:
+            return 0
+        self.chose |= n > 1
+        return self.rng.randrange(n)
 
     def _merge(self, lists: list[list[OutputRecord]]) -> list[OutputRecord]:
         if self.rng is None or len(lists) == 1:
@@ -308,6 +314,7 @@ class MicroBatchReference:
             left = [i for i, rs in enumerate(lists) if heads[i] < len(rs)]
             if not left:
                 return out
+            self.chose |= len(left) > 1
             i = self.rng.choices(left, weights=[len(lists[i]) - heads[i] for i in left])[0]
             out.append(lists[i][heads[i]])
             heads[i] += 1
@@ -343,12 +350,14 @@ def microbatch_outputs(
     shift: int = 0,
     topics: Topics = IDENTITY,
     fused: dict[str, list[str]] | None = None,
+    chose: list[bool] | None = None,
 ) -> PerKey:
     """The scenario's outputs on the micro-batch reference: its steps (wall-clock ones skipped) in
     ``restarts + 1`` contiguous slices, each preloaded then run to the end. ``topics``: the real
     topic names (a Spark run's, so that whatever counts a topic name's bytes, such as a
     suppression buffer's size, counts the same). ``fused``: given, the tasks run their fusable
-    lines fused, and it receives the sources fused by task."""
+    lines fused, and it receives the sources fused by task. ``chose``: given, it receives whether
+    ``interleaving``'s seed decided anything (False: every seed gives the canonical result)."""
     ref = MicroBatchReference(scenario, config, partitions, interleaving, topics, fused is not None)
     try:
         for part in slices(scenario.steps, restarts + 1):
@@ -356,6 +365,8 @@ def microbatch_outputs(
             ref.run()
         if fused is not None:
             fused.update(ref.fused_sources)
+        if chose is not None:
+            chose.append(ref.chose)
         return ref.outputs()
     finally:
         ref.close()

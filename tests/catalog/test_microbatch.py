@@ -111,15 +111,17 @@ def test_what_is_compared_is_defined(scenario: Scenario, partitions: int, cache:
     mode = "exact" if partitions == 1 else scenario.spark_compare
     canonical = project(microbatch_outputs(scenario, config, partitions), mode, partitions)
     for interleaving in interleavings()[1:]:
-        other = project(
-            microbatch_outputs(scenario, config, partitions, interleaving=interleaving), mode, partitions
-        )
+        chose: list[bool] = []
+        outputs = microbatch_outputs(scenario, config, partitions, interleaving=interleaving, chose=chose)
+        other = project(outputs, mode, partitions)
         weaker = "multiset" if mode == "exact" else "final"
         assert other == canonical, (
             f"the result depends on how upstream tasks interleave ({interleaving} against {CANONICAL}, "
             f"compared {mode}): Kafka Streams defines no single result here; declare "
             f"spark_compare={weaker!r} (or weaker) on the scenario\n{difference(other, canonical)}"
         )
+        if not chose[0]:
+            break  # nothing was left to chance: the other seeds take the same, canonical, way
 
 
 @pytest.mark.parametrize(
