@@ -1,4 +1,7 @@
-"""The Spark settings every Spark session the tests start adds to kspark's own.
+"""The Spark settings the tests' long-lived sessions add to kspark's own: the shared ``spark``
+fixture, the kill -9 test's incarnations (eos_app.py) and the local-cluster runs. Tests that check
+a session's own start-up (test_session, test_class_data) and the CLI and spark-submit runs keep
+kspark's defaults, as users get them.
 
 The tests' JVMs live for seconds to minutes and run tiny micro-batches: most of their CPU is
 start-up, planning and the just-in-time compilers, not steady-state processing. With only the
