@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -19,8 +20,9 @@ import httpx
 import pytest
 
 from kspark import Consumed, KafkaStreams, Materialized, StreamsBuilder
+from kspark.errors import InvalidStateStoreException
 from kspark.query import HostInfo
-from kspark.runtime.spark.serving import ServingProcess
+from kspark.runtime.spark.serving import ServingProcess, _Served
 from kspark.serde import Serdes
 
 S = Serdes.String()
@@ -98,11 +100,6 @@ def test_a_read_sent_before_the_plan_reaches_the_serving_process_waits_for_it() 
     # start() returns once the driver has its replicas; the child gets the plan a moment later.
     # A read in that moment (here, the plan cannot be loaded) waits for it and then answers what
     # the plan brought, instead of "still starting"; on the event loop it never waits.
-    import threading
-
-    from kspark.errors import InvalidStateStoreException
-    from kspark.runtime.spark.serving import _Served
-
     served = _Served()
     served.apply("state", KafkaStreams.State.REBALANCING.value)
     with pytest.raises(InvalidStateStoreException, match="still starting"):
