@@ -54,6 +54,7 @@ from kspark.runtime.query_server import (
     url_host,
     uvicorn_server,
 )
+from kspark.runtime.scheduling import request_slice
 
 if TYPE_CHECKING:
     from kspark.kafka_streams import KafkaStreams
@@ -66,6 +67,8 @@ _log = logging.getLogger(__name__)
 # The child's threads (the event loop, the replica applying a batch, reads that wait) switch the
 # interpreter lock every 0.5 ms instead of 5: a point read waits at most that long for the loop.
 SWITCH_INTERVAL_S = 0.0005
+# The event loop's scheduler slice (kspark/runtime/scheduling.py): a waking loop gets a core sooner.
+EVENT_LOOP_SLICE_S = 0.0005
 RESTARTS = 5  # a child that ends unasked is started again, this many times per run
 PLAN_WAIT_S = 15.0  # how long a read in the child waits for the application's plan to arrive
 _LIVE_PATHS = ("/", "/live/topology.svg", "/live/metrics")  # answered by the driver's server
@@ -451,6 +454,11 @@ def main() -> None:
     sys.stdout.buffer.write(_READY)
     sys.stdout.buffer.flush()
     os.dup2(2, 1)  # nobody reads the pipe after this line: anything printed goes where errors go
+    # This thread runs the event loop; the threads it starts from now on (reads FastAPI hands to
+    # its pool) inherit the slice, the replica's thread started above keeps the default.
+    refused = request_slice(EVENT_LOOP_SLICE_S)
+    if refused is not None:
+        _log.info("the serving process's event loop keeps the default time slice: %s", refused)
     server.run(sockets=[sock])
 
 
