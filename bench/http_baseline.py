@@ -12,6 +12,8 @@ on one of these stacks (``STACK``):
 * ``raw``: a bare ASGI callable on the same uvicorn (no framework);
 * ``uvloop``: the bare ASGI callable on uvicorn with uvloop and httptools, as kspark's query
   server answers a plain point read today (kspark/runtime/query_server.py ``PointReads``);
+* ``uvloop-slice``: ``uvloop`` with the event loop's thread asking Linux for the scheduler slice
+  kspark's serving process asks for (kspark/runtime/scheduling.py), as it answers today;
 * ``granian``: a bare RSGI callable on granian (a Rust HTTP server; ``pip install
   granian==2.8.9``, not one of kspark's dependencies).
 
@@ -35,6 +37,9 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import Response
 
+from kspark.runtime.scheduling import request_slice
+from kspark.runtime.spark.serving import EVENT_LOOP_SLICE_S
+
 
 def create(keys: int) -> FastAPI:
     store = {f"u{i:07d}": 1 for i in range(keys)}
@@ -52,7 +57,7 @@ def create(keys: int) -> FastAPI:
     return app
 
 
-STACKS = ("fastapi", "raw", "uvloop", "granian")
+STACKS = ("fastapi", "raw", "uvloop", "uvloop-slice", "granian")
 
 
 def _lookup(keys: int) -> Callable[[str], tuple[int, bytes]]:
@@ -107,6 +112,10 @@ def main(argv: list[str]) -> int:
         access_log=False,
         server_header=False,
     )
+    if stack == "uvloop-slice":
+        refused = request_slice(EVENT_LOOP_SLICE_S)
+        if refused is not None:
+            raise SystemExit(f"uvloop-slice: {refused}")
     print("ready", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
