@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     store = RocksDBKeyValueStore("counts")
     store.init(_Context(state_dir), store)  # type: ignore[arg-type]
     rng = random.Random(1)
-    for size in (2_000, 250):
+    for size in (2_000, 250, 64):
 
         def restore(size: int = size) -> None:
             store.restore([(b"k%09d" % rng.randrange(args.keys), b"\0" * 16) for _ in range(size)])
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     with LocalKafka(heap="1g") as kafka:
         kafka.create_topic("changelog", partitions=1)
         producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 50})
-        total = 10_000 * args.calls + 1_000 * args.calls
+        total = (10_000 + 1_000 + 250) * args.calls
         for i in range(total):
             while True:
                 try:
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         consumer.assign([TopicPartition("changelog", 0, OFFSET_BEGINNING)])
         consumer.consume(1, 10.0)  # connected and fetching before the timing starts
-        for size in (10_000, 1_000):
+        for size in (10_000, 1_000, 250):
             time.sleep(2.0)  # librdkafka's prefetch queue refills
             _time("librdkafka consume", size, args.calls, lambda size=size: consumer.consume(size, 1.0))
         consumer.close()

@@ -677,13 +677,13 @@ def _freeze_long_lived() -> None:
     gc.freeze()
 
 
-APPLY_CHUNK = 250
+APPLY_CHUNK = 64
 """Changelog records applied per hold of the replica's lock. A point read waits at most that long,
 and so does every other thread of the process: a RocksDB store writes a chunk in one call into C
 that holds the interpreter lock, which the serving process's event loop waits out. ``python -m
 bench.replica_holds``: a thread kept waiting up to 3.7 ms (p99) by chunks of 2,000, 1.1 ms by 250."""
 
-CONSUME_MOST = 1_000
+CONSUME_MOST = 250
 """Changelog records the replica takes from librdkafka per call. The call builds their Python
 objects holding the interpreter lock: ``python -m bench.replica_holds`` saw a thread kept waiting
 up to 35 ms by calls of 10,000 records, 1.3 ms by calls of 1,000."""
