@@ -22,8 +22,10 @@ import pytest
 from kspark import Consumed, KafkaStreams, Materialized, StreamsBuilder
 from kspark.errors import InvalidStateStoreException
 from kspark.query import HostInfo
-from kspark.runtime.spark.serving import ServingProcess, _Served
+from kspark.runtime.scheduling import request_slice
+from kspark.runtime.spark.serving import EVENT_LOOP_SLICE_S, ServingProcess, _Served
 from kspark.serde import Serdes
+from tests.runtime.test_scheduling import in_thread, slice_ns
 
 S = Serdes.String()
 SECRET = "s3cr3t-pa55word"
@@ -76,6 +78,10 @@ def test_the_serving_process_answers_for_the_application_and_is_restarted_when_i
             assert metrics.status_code == 200 and metrics.json()["state"] == "CREATED"
             r = http.get("/live/stores")  # the child's own replicas: none before the plan
             assert r.status_code == 409 and "still starting" in r.json()["error"]
+
+        # Its event loop (the main thread) asked for a short scheduler slice, where Linux has them.
+        if in_thread(lambda: request_slice(EVENT_LOOP_SLICE_S)) is None:
+            assert slice_ns(first, first) == int(EVENT_LOOP_SLICE_S * 1e9)
 
         # The state the child is told is the one it refuses with.
         server.on_state(KafkaStreams.State.REBALANCING)
