@@ -2,16 +2,16 @@
 
 Why: the HTTP endpoint of interactive queries answers a point read in a fraction of a
 millisecond of CPU, but on a machine whose cores the application's own tasks keep busy it first
-waits for a core. Since Linux 6.6 the fair scheduler is EEVDF: each thread runs for a *slice*
-(by default a few milliseconds) and the runnable thread with the earliest virtual deadline
-(where it stands plus its slice) runs next. Since Linux 6.12 a thread may ask for a shorter
-slice (``sched_setattr``'s ``sched_runtime`` for ``SCHED_OTHER``, 0.1-100 ms), no privilege
-needed: it then gets earlier deadlines, so a core sooner when it wakes, in exchange for being
-preempted sooner. It does not get more CPU than its share, and the slice reaches the thread's
-scheduling group (a session under autogroup), so it counts against other sessions too.
+waits for a core. Since Linux 6.6 the fair scheduler is EEVDF: each thread runs for a *slice* (a
+base slice scaled by the number of cores: 1.4 ms on this 2-core machine) and the runnable thread
+with the earliest virtual deadline (where it stands plus its slice) runs next. Since Linux 6.12 a
+thread may ask for a shorter slice (``sched_setattr``'s ``sched_runtime`` for ``SCHED_OTHER``,
+0.1-100 ms), no privilege needed: it then gets earlier deadlines, so a core sooner when it wakes,
+in exchange for being preempted sooner. It does not get more CPU than its share.
 
-Measured (bench/results/README.md, ``iq-slice-*``): a bare HTTP server over a dict with every
-core kept busy answered at p99 6.0 ms with the default slice and 2.4-3.1 ms with 0.1-0.5 ms.
+Measured (bench/results/iq-slice/): with W2 filling this machine's two cores, a bare HTTP server
+over a dict answered point reads at p99 2.8-3.4 ms with the default slice and 2.1-2.6 ms with
+0.5 ms, in the same runs.
 
 Elsewhere (another OS, a kernel before 6.12, seccomp forbidding the call) the request fails and
 the thread keeps the default: :func:`request_slice` says so in its answer, never raises.

@@ -681,12 +681,16 @@ APPLY_CHUNK = 64
 """Changelog records applied per hold of the replica's lock. A point read waits at most that long,
 and so does every other thread of the process: a RocksDB store writes a chunk in one call into C
 that holds the interpreter lock, which the serving process's event loop waits out. ``python -m
-bench.replica_holds``: a thread kept waiting up to 3.7 ms (p99) by chunks of 2,000, 1.1 ms by 250."""
+bench.replica_holds``: a thread kept waiting up to 3.7 ms (p99) by chunks of 2,000, 1.1 ms by 250
+(a quiet day); a write of 64 took a third of one of 250 (bench/results/replica-holds-00e1bca.txt).
+From 250 to 64 (with :data:`CONSUME_MOST` from 1,000 to 250) the HTTP point read's p99 under W2
+went from 6.2-6.5 ms to 4.3-4.8 ms (bench/results/iq-slice/)."""
 
 CONSUME_MOST = 250
 """Changelog records the replica takes from librdkafka per call. The call builds their Python
 objects holding the interpreter lock: ``python -m bench.replica_holds`` saw a thread kept waiting
-up to 35 ms by calls of 10,000 records, 1.3 ms by calls of 1,000."""
+up to 35 ms by calls of 10,000 records, 1.3 ms by calls of 1,000; a call of 250 took a quarter
+of one of 1,000."""
 
 POINT_READ_WAIT_S = 0.005
 """How long :meth:`StoreReplicas.read_now` waits for the lock, which a batch being applied holds
