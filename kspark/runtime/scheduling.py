@@ -33,7 +33,7 @@ _MAX_SLICE_NS = 100_000_000
 
 
 class _SchedAttr(ctypes.Structure):
-    """``struct sched_attr`` (include/uapi/linux/sched/types.h), as of Linux 4.x (size 56)."""
+    """``struct sched_attr`` (include/uapi/linux/sched/types.h): ``SCHED_ATTR_SIZE_VER1``, 56 bytes."""
 
     _fields_ = [
         ("size", ctypes.c_uint32),
