@@ -77,9 +77,9 @@ def test_another_thread_is_named_by_its_native_id() -> None:
 
 def test_a_refusal_is_an_answer_naming_why_never_an_exception() -> None:
     def batch_thread() -> str | None:
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))  # type: ignore[attr-defined]
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         return request_slice(0.0005)
 
-    assert in_thread(batch_thread) == f"the thread's policy is {os.SCHED_BATCH}, not SCHED_OTHER"  # type: ignore[attr-defined]
+    assert in_thread(batch_thread) == f"the thread's policy is {os.SCHED_BATCH}, not SCHED_OTHER"
     why = request_slice(0.0005, 2**22 + 12345)  # above pid_max's ceiling: no such thread
     assert why is not None and why.startswith("sched_getattr failed: No such process")
